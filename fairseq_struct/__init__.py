@@ -1,0 +1,10 @@
+"""fairseq-struct: structure-aware models for morphologically rich languages, as a fairseq plugin.
+
+Importing this package registers every model, architecture, task and criterion with fairseq
+(`--user-dir fairseq_struct`), and allow-lists the classes fairseq checkpoints hold so that
+torch's `weights_only` loading accepts them.
+"""
+
+# TMP from fairseq_struct import checkpoint_safety  # noqa: F401
+from fairseq_struct import models  # noqa: F401
+from fairseq_struct import tasks  # noqa: F401

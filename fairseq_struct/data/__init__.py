@@ -1,0 +1,1 @@
+"""Data for fairseq-struct: the embedded synthetic English→Turkish demo corpus and its checks."""

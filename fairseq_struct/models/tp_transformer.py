@@ -1,0 +1,172 @@
+"""TP-Transformer encoder-decoder (Soulos et al., after Schlag et al.; SPEC 2).
+
+A fairseq Transformer whose every attention binds its output to a learned role vector and uses
+relative positions (Shaw et al.) in encoder and decoder self-attention. The model subclasses
+fairseq's `TransformerModel` and swaps only the layers, so everything else (embeddings, sharing,
+`fairseq-generate`, checkpoints) is stock.
+
+    fairseq-train data-bin/en-tr --user-dir fairseq_struct --task translation_morph \
+        --arch tp_transformer_base --share-all-embeddings ...
+"""
+
+from argparse import Namespace
+
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import (
+    TransformerConfig,
+    TransformerDecoderBase,
+    TransformerEncoderBase,
+    TransformerModel,
+)
+from fairseq.models.transformer.transformer_legacy import base_architecture
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from torch import nn
+
+from fairseq_struct.modules.role_attention import RoleAttentionOptions
+from fairseq_struct.modules.tp_transformer_layer import (
+    TPTransformerDecoderLayer,
+    TPTransformerEncoderLayer,
+)
+
+
+def _wrap_layer(layer: nn.Module, cfg: TransformerConfig) -> nn.Module:
+    """Activation checkpointing and FSDP wrapping, as fairseq's own build_*_layer do."""
+    if cfg.checkpoint_activations:
+        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+    min_params_to_wrap = cfg.min_params_to_wrap if not cfg.checkpoint_activations else 0
+    return fsdp_wrap(layer, min_num_params=min_params_to_wrap)
+
+
+class TPTransformerEncoder(TransformerEncoderBase):
+    def __init__(self, cfg, dictionary, embed_tokens, options: RoleAttentionOptions) -> None:
+        # The parent constructor builds the layers, which need the options.
+        self.attention_options = options
+        super().__init__(cfg, dictionary, embed_tokens)
+
+    def build_encoder_layer(self, cfg):
+        return _wrap_layer(TPTransformerEncoderLayer(cfg, self.attention_options), cfg)
+
+
+class TPTransformerDecoder(TransformerDecoderBase):
+    def __init__(
+        self, cfg, dictionary, embed_tokens, options: RoleAttentionOptions, no_encoder_attn=False
+    ) -> None:
+        self.attention_options = options
+        super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
+
+    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+        layer = TPTransformerDecoderLayer(cfg, self.attention_options, no_encoder_attn)
+        return _wrap_layer(layer, cfg)
+
+
+@register_model("tp_transformer")
+class TPTransformerModel(TransformerModel):
+    """TP-Transformer: every attention binds V̄ to a role vector R (Z = V̄ ⊙ R + V̄)."""
+
+    uses_roles = True
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        parser.add_argument(
+            "--attention-head-dim",
+            type=int,
+            metavar="N",
+            help="per-head dimension d_k = d_v (= d_r with roles); heads * N need not equal "
+            "the embedding dimension (the baseline uses 80 to match the TP-Transformer's size)",
+        )
+        parser.add_argument(
+            "--max-relative-positions",
+            type=int,
+            metavar="K",
+            help="clipping distance k of Shaw et al.'s relative positions (2k+1 learned "
+            "buckets) in encoder and decoder self-attention; 0 turns them off",
+        )
+        parser.add_argument(
+            "--absolute-positions",
+            action="store_true",
+            help="keep fairseq's sinusoidal absolute positions next to the relative ones "
+            "(they are off by default when relative positions are on)",
+        )
+        if cls.uses_roles:
+            parser.add_argument(
+                "--role-binding",
+                choices=["residual", "plain"],
+                help="residual: Z = V̄ ⊙ R + V̄ (Soulos et al., default); "
+                "plain: Z = V̄ ⊙ R (Schlag et al.)",
+            )
+
+    @classmethod
+    def attention_options(cls, args: Namespace) -> RoleAttentionOptions:
+        return RoleAttentionOptions(
+            head_dim=args.attention_head_dim,
+            use_roles=cls.uses_roles,
+            role_residual=getattr(args, "role_binding", "residual") == "residual",
+            max_relative_positions=args.max_relative_positions,
+        )
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        cfg = TransformerConfig.from_namespace(args)
+        return TPTransformerEncoder(cfg, src_dict, embed_tokens, cls.attention_options(args))
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        cfg = TransformerConfig.from_namespace(args)
+        return TPTransformerDecoder(
+            cfg,
+            tgt_dict,
+            embed_tokens,
+            cls.attention_options(args),
+            no_encoder_attn=cfg.no_cross_attention,
+        )
+
+
+def set_attention_defaults(args: Namespace, head_dim: int) -> None:
+    """Defaults shared by the TP-Transformer and its relative-position baseline."""
+    args.attention_head_dim = getattr(args, "attention_head_dim", head_dim)
+    args.max_relative_positions = getattr(args, "max_relative_positions", 16)
+    args.role_binding = getattr(args, "role_binding", "residual")
+    args.absolute_positions = getattr(args, "absolute_positions", False)
+    # Relative positions replace the sinusoidal ones unless asked to keep both.
+    args.no_token_positional_embeddings = getattr(
+        args,
+        "no_token_positional_embeddings",
+        args.max_relative_positions > 0 and not args.absolute_positions,
+    )
+    args.dropout = getattr(args, "dropout", 0.1)
+    base_architecture(args)
+
+
+@register_model_architecture("tp_transformer", "tp_transformer")
+def tp_transformer_architecture(args: Namespace) -> None:
+    set_attention_defaults(args, head_dim=64)
+
+
+@register_model_architecture("tp_transformer", "tp_transformer_base")
+def tp_transformer_base(args: Namespace) -> None:
+    """The paper's model: 6+6 layers, 8 heads, d_model 512, ffn 2048, d_k=d_v=d_r=64, k=16."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
+    args.encoder_layers = getattr(args, "encoder_layers", 6)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 8)
+    args.decoder_layers = getattr(args, "decoder_layers", 6)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 8)
+    tp_transformer_architecture(args)
+
+
+def tiny_dimensions(args: Namespace) -> None:
+    """Dimensions of the tiny archs: tests, the CPU demo and multi-process smoke runs."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 256)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 1024)
+    args.encoder_layers = getattr(args, "encoder_layers", 3)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
+    args.decoder_layers = getattr(args, "decoder_layers", 3)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
+
+
+@register_model_architecture("tp_transformer", "tp_transformer_tiny")
+def tp_transformer_tiny(args: Namespace) -> None:
+    tiny_dimensions(args)
+    set_attention_defaults(args, head_dim=64)

@@ -1,0 +1,45 @@
+"""The paper's baseline: a Transformer with relative positions and no roles (SPEC 2.3).
+
+Same code path as the TP-Transformer with role binding switched off. At base size the heads are
+80 wide instead of 64 so that both models have the same number of parameters (the paper:
+74,375,936 vs 74,385,152 with a 50,000 vocabulary).
+"""
+
+from argparse import Namespace
+
+from fairseq.models import register_model, register_model_architecture
+
+from fairseq_struct.models.tp_transformer import (
+    TPTransformerModel,
+    set_attention_defaults,
+    tiny_dimensions,
+)
+
+
+@register_model("transformer_relpos")
+class RelativePositionTransformerModel(TPTransformerModel):
+    uses_roles = False
+
+
+@register_model_architecture("transformer_relpos", "transformer_relpos")
+def transformer_relpos_architecture(args: Namespace) -> None:
+    set_attention_defaults(args, head_dim=80)
+
+
+@register_model_architecture("transformer_relpos", "transformer_relpos_base")
+def transformer_relpos_base(args: Namespace) -> None:
+    """6+6 layers, 8 heads of width 80 (d_k = d_v = 80), d_model 512, ffn 2048, k=16."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
+    args.encoder_layers = getattr(args, "encoder_layers", 6)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 8)
+    args.decoder_layers = getattr(args, "decoder_layers", 6)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 8)
+    transformer_relpos_architecture(args)
+
+
+@register_model_architecture("transformer_relpos", "transformer_relpos_tiny")
+def transformer_relpos_tiny(args: Namespace) -> None:
+    """Parameter-matched to tp_transformer_tiny: heads 80 wide instead of 64, as at base size."""
+    tiny_dimensions(args)
+    set_attention_defaults(args, head_dim=80)

@@ -1,0 +1,52 @@
+"""Relative position representations (Shaw et al., 2018), shared across the heads of a layer.
+
+Two learned tables a^K and a^V of shape (2k+1, head_dim). The key j seen from query i uses row
+clip(j - i, -k, k) + k. Logits get q_i · a^K_ij (eq. 4 of Shaw et al.), outputs get
+Σ_j α_ij a^V_ij (eq. 3). Neither term builds a (T_q, T_k, head_dim) tensor: the key term is a
+gather from q·(a^K)^T and the value term a scatter of the attention weights into 2k+1 buckets.
+"""
+
+import torch
+from torch import Tensor, nn
+
+
+class RelativePositionEmbeddings(nn.Module):
+    def __init__(self, max_relative_position: int, head_dim: int) -> None:
+        super().__init__()
+        if max_relative_position < 1:
+            raise ValueError(f"max_relative_position must be >= 1, got {max_relative_position}")
+        self.max_relative_position = max_relative_position
+        num_buckets = 2 * max_relative_position + 1
+        self.relative_keys = nn.Parameter(torch.empty(num_buckets, head_dim))
+        self.relative_values = nn.Parameter(torch.empty(num_buckets, head_dim))
+        nn.init.xavier_uniform_(self.relative_keys)
+        nn.init.xavier_uniform_(self.relative_values)
+
+    @property
+    def num_buckets(self) -> int:
+        return 2 * self.max_relative_position + 1
+
+    def bucket_index(self, query_len: int, key_len: int, device: torch.device) -> Tensor:
+        """(query_len, key_len) table of clip(j - i, -k, k) + k.
+
+        The queries are the last `query_len` of the `key_len` positions, which covers both the
+        full forward (query_len == key_len) and incremental decoding (one new query at the end).
+        """
+        key_positions = torch.arange(key_len, device=device)
+        query_positions = key_positions[key_len - query_len :]
+        distance = key_positions.unsqueeze(0) - query_positions.unsqueeze(1)
+        k = self.max_relative_position
+        return distance.clamp(-k, k) + k
+
+    def key_logits(self, query: Tensor, bucket_index: Tensor) -> Tensor:
+        """q_i · a^K_{ij} for query (..., T_q, d); returns (..., T_q, T_k)."""
+        per_bucket = torch.matmul(query, self.relative_keys.transpose(0, 1))
+        index = bucket_index.expand(query.shape[:-2] + bucket_index.shape)
+        return per_bucket.gather(-1, index)
+
+    def value_term(self, attn_probs: Tensor, bucket_index: Tensor) -> Tensor:
+        """Σ_j α_ij a^V_{ij} for attention weights (..., T_q, T_k); returns (..., T_q, d)."""
+        index = bucket_index.expand(attn_probs.shape)
+        bucket_probs = attn_probs.new_zeros(attn_probs.shape[:-1] + (self.num_buckets,))
+        bucket_probs.scatter_add_(-1, index, attn_probs)
+        return torch.matmul(bucket_probs, self.relative_values)

@@ -1,0 +1,218 @@
+"""Multi-head attention with TP-Transformer role binding and relative positions (SPEC 2.1, 2.2).
+
+For head h: Q, K, V as usual, and the role R = X W_r + b_r computed from the query stream.
+A = softmax(Q K^T / sqrt(d_k) + relative terms), V̄ = A V (+ Σ α a^V), and the filler V̄ is
+bound to its role by the Hadamard product: Z = V̄ ⊙ R + V̄ (Soulos et al.'s residual, default)
+or Z = V̄ ⊙ R (Schlag et al.). With roles off this is a plain relative-position attention, the
+paper's baseline, on the same code path.
+
+This is a complete forward, not a patch on fairseq's MultiheadAttention: that class takes a
+fused `F.multi_head_attention_forward` fast path which would skip roles and relative positions.
+The call signature, the incremental state layout (prev_key/prev_value of shape
+(batch, heads, time, head_dim)) and `reorder_incremental_state` follow fairseq's class, so the
+stock Transformer layers, decoder and sequence generator drive it unchanged.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from fairseq.incremental_decoding_utils import FairseqIncrementalState, with_incremental_state
+from fairseq.modules.fairseq_dropout import FairseqDropout
+from torch import Tensor, nn
+
+from fairseq_struct.modules.relative_position import RelativePositionEmbeddings
+
+IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
+
+
+@dataclass(frozen=True)
+class RoleAttentionOptions:
+    """What distinguishes a TP-Transformer attention layer from a standard one."""
+
+    head_dim: int
+    use_roles: bool = True
+    role_residual: bool = True
+    max_relative_positions: int = 16
+
+
+@with_incremental_state
+class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        options: RoleAttentionOptions,
+        dropout: float = 0.0,
+        self_attention: bool = False,
+        encoder_decoder_attention: bool = False,
+        kdim: Optional[int] = None,
+        vdim: Optional[int] = None,
+    ) -> None:
+        super().__init__()
+        if self_attention == encoder_decoder_attention:
+            raise ValueError("exactly one of self_attention / encoder_decoder_attention is needed")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = options.head_dim
+        self.inner_dim = num_heads * options.head_dim
+        self.self_attention = self_attention
+        self.encoder_decoder_attention = encoder_decoder_attention
+        self.use_roles = options.use_roles
+        self.role_residual = options.role_residual
+        self.scaling = self.head_dim**-0.5
+        self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
+
+        self.q_proj = nn.Linear(embed_dim, self.inner_dim)
+        self.k_proj = nn.Linear(kdim or embed_dim, self.inner_dim)
+        self.v_proj = nn.Linear(vdim or embed_dim, self.inner_dim)
+        # d_v == d_r, as the Hadamard binding requires.
+        self.role_proj = nn.Linear(embed_dim, self.inner_dim) if self.use_roles else None
+        self.out_proj = nn.Linear(self.inner_dim, embed_dim)
+        # Relative positions only in self-attention: cross-attention positions are unrelated.
+        self.relative_positions = (
+            RelativePositionEmbeddings(options.max_relative_positions, self.head_dim)
+            if self_attention and options.max_relative_positions > 0
+            else None
+        )
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # fairseq's scaled initialisation for q/k/v (it converges better, see MultiheadAttention).
+        for proj in (self.q_proj, self.k_proj, self.v_proj):
+            nn.init.xavier_uniform_(proj.weight, gain=1 / math.sqrt(2))
+            nn.init.constant_(proj.bias, 0.0)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        nn.init.constant_(self.out_proj.bias, 0.0)
+        if self.role_proj is not None:
+            nn.init.normal_(self.role_proj.weight, mean=0.0, std=self.head_dim**-0.5)
+            nn.init.constant_(self.role_proj.bias, 0.0)
+
+    def _split_heads(self, x: Tensor) -> Tensor:
+        """(time, batch, heads * head_dim) -> (batch, heads, time, head_dim)."""
+        time, batch, _ = x.shape
+        return x.view(time, batch, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Optional[Tensor],
+        value: Optional[Tensor],
+        key_padding_mask: Optional[Tensor] = None,
+        incremental_state: Optional[IncrementalState] = None,
+        need_weights: bool = True,
+        static_kv: bool = False,
+        attn_mask: Optional[Tensor] = None,
+        before_softmax: bool = False,
+        need_head_weights: bool = False,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """Time-first input (time, batch, embed_dim), as fairseq's MultiheadAttention."""
+        need_weights = need_weights or need_head_weights
+        tgt_len, bsz, _ = query.shape
+        saved_state = (
+            self._get_input_buffer(incremental_state) if incremental_state is not None else None
+        )
+
+        q = self._split_heads(self.q_proj(query) * self.scaling)
+        if saved_state is not None and static_kv and "prev_key" in saved_state:
+            # Cross-attention keys/values of the encoder output were computed at the first step.
+            k, v = saved_state["prev_key"], saved_state["prev_value"]
+            key_padding_mask = saved_state.get("prev_key_padding_mask")
+        else:
+            source = query if self.self_attention else key
+            assert source is not None
+            k = self._split_heads(self.k_proj(source))
+            v = self._split_heads(self.v_proj(source if self.self_attention else value))
+            if saved_state is not None:
+                if "prev_key" in saved_state and not static_kv:
+                    key_padding_mask = self._append_padding_mask(
+                        saved_state.get("prev_key_padding_mask"),
+                        key_padding_mask,
+                        bsz,
+                        saved_state["prev_key"].size(2),
+                        k.size(2),
+                    )
+                    k = torch.cat([saved_state["prev_key"], k], dim=2)
+                    v = torch.cat([saved_state["prev_value"], v], dim=2)
+                saved_state["prev_key"] = k
+                saved_state["prev_value"] = v
+                saved_state["prev_key_padding_mask"] = key_padding_mask
+                self._set_input_buffer(incremental_state, saved_state)
+        src_len = k.size(2)
+
+        attn_weights = torch.matmul(q, k.transpose(2, 3))
+        bucket_index = None
+        if self.relative_positions is not None:
+            bucket_index = self.relative_positions.bucket_index(tgt_len, src_len, q.device)
+            attn_weights = attn_weights + self.relative_positions.key_logits(q, bucket_index)
+        if attn_mask is not None:
+            if attn_mask.dtype == torch.bool:
+                attn_weights = attn_weights.masked_fill(attn_mask, float("-inf"))
+            else:
+                attn_weights = attn_weights + attn_mask
+        if key_padding_mask is not None:
+            attn_weights = attn_weights.masked_fill(
+                key_padding_mask.view(bsz, 1, 1, src_len).to(torch.bool), float("-inf")
+            )
+        if before_softmax:
+            return attn_weights, v
+
+        attn_probs = F.softmax(attn_weights, dim=-1, dtype=torch.float32).type_as(attn_weights)
+        dropped_probs = self.dropout_module(attn_probs)
+        filler = torch.matmul(dropped_probs, v)
+        if bucket_index is not None:
+            filler = filler + self.relative_positions.value_term(dropped_probs, bucket_index)
+        if self.role_proj is not None:
+            role = self._split_heads(self.role_proj(query))
+            # Z = V̄ ⊙ R (+ V̄): the residual keeps gradients alive where R is near 0.
+            bound = filler * role
+            filler = bound + filler if self.role_residual else bound
+
+        out = filler.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.inner_dim)
+        out = self.out_proj(out)
+
+        returned_weights: Optional[Tensor] = None
+        if need_weights:
+            returned_weights = attn_probs.transpose(0, 1)  # heads, batch, tgt, src
+            if not need_head_weights:
+                returned_weights = returned_weights.mean(dim=0)
+        return out, returned_weights
+
+    @staticmethod
+    def _append_padding_mask(
+        prev_mask: Optional[Tensor],
+        new_mask: Optional[Tensor],
+        bsz: int,
+        prev_len: int,
+        new_len: int,
+    ) -> Optional[Tensor]:
+        if prev_mask is None and new_mask is None:
+            return None
+        if prev_mask is None:
+            prev_mask = new_mask.new_zeros(bsz, prev_len)
+        if new_mask is None:
+            new_mask = prev_mask.new_zeros(bsz, new_len)
+        return torch.cat([prev_mask.to(torch.bool), new_mask.to(torch.bool)], dim=1)
+
+    def reorder_incremental_state(
+        self, incremental_state: IncrementalState, new_order: Tensor
+    ) -> IncrementalState:
+        """Follow beam search: hypothesis i of the next step continues hypothesis new_order[i]."""
+        input_buffer = self._get_input_buffer(incremental_state)
+        for name, buffered in input_buffer.items():
+            if buffered is not None:
+                input_buffer[name] = buffered.index_select(0, new_order)
+        return self._set_input_buffer(incremental_state, input_buffer)
+
+    def _get_input_buffer(
+        self, incremental_state: Optional[IncrementalState]
+    ) -> Dict[str, Optional[Tensor]]:
+        result = self.get_incremental_state(incremental_state, "attn_state")
+        return result if result is not None else {}
+
+    def _set_input_buffer(
+        self, incremental_state: IncrementalState, buffer: Dict[str, Optional[Tensor]]
+    ) -> IncrementalState:
+        return self.set_incremental_state(incremental_state, "attn_state", buffer)

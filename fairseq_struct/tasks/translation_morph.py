@@ -1,0 +1,67 @@
+"""Translation on SentencePiece (and morpheme-segmented) data, scored on plain words (SPEC 2.4).
+
+The data went through `fairseq_struct.morph` (optional Zemberek/Morfessor segmentation, then
+SentencePiece pieces that never cross a morpheme boundary). This task is fairseq's
+`translation` task, so `--eval-bleu`, BLEU-based checkpoint selection and early stopping all
+work, plus one thing: whatever is scored or printed as detokenized text (`--eval-bleu` during
+training; `D-` lines and `--scoring` in `fairseq-generate`) is first turned back into plain
+words: pieces joined, morpheme boundary marks removed.
+"""
+
+from dataclasses import dataclass, field
+
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask
+
+from fairseq_struct.morph.markers import pieces_to_text
+
+
+class PiecesToText:
+    """fairseq "bpe" object that turns generated pieces back into the original words."""
+
+    def encode(self, x: str) -> str:
+        raise ValueError(
+            "translation_morph cannot encode raw text by itself: pass the SentencePiece model "
+            "that prepared the data, e.g. --bpe sentencepiece --sentencepiece-model "
+            "data-bin/en-tr/spm.model (the English source is never segmented)"
+        )
+
+    def decode(self, x: str) -> str:
+        return pieces_to_text(x)
+
+    def is_beginning_of_word(self, x: str) -> bool:
+        return x.startswith("\u2581")
+
+
+@dataclass
+class TranslationMorphConfig(TranslationConfig):
+    detokenize_output: bool = field(
+        default=True,
+        metadata={
+            "help": "turn generated SentencePiece pieces back into plain words (join pieces, "
+            "drop morpheme boundary marks) for --eval-bleu, D- lines and --scoring; the H- "
+            "lines of fairseq-generate keep the pieces"
+        },
+    )
+
+
+@register_task("translation_morph", dataclass=TranslationMorphConfig)
+class TranslationMorphTask(TranslationTask):
+    cfg: TranslationMorphConfig
+
+    def build_model(self, cfg, from_checkpoint=False):
+        if self.cfg.eval_bleu and self.cfg.eval_bleu_remove_bpe and self.cfg.detokenize_output:
+            raise ValueError(
+                "translation_morph detokenizes the pieces itself: drop --eval-bleu-remove-bpe "
+                "(or pass --no-detokenize-output to use fairseq's own post-processing)"
+            )
+        model = super().build_model(cfg, from_checkpoint)
+        if self.cfg.eval_bleu and self.cfg.detokenize_output:
+            # Replaces --eval-bleu-detok: the pieces already are the original text.
+            self.tokenizer = PiecesToText()
+        return model
+
+    def build_bpe(self, args):
+        if args is None and self.cfg.detokenize_output:
+            return PiecesToText()
+        return super().build_bpe(args)
