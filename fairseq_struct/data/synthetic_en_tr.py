@@ -4,8 +4,8 @@ No corpus can be downloaded where the demo runs, so this small grammar *is* the 
 Turkish side is real Turkish built by explicit rules rather than from a list of inflected forms:
 
 - vowel harmony, two-way (``A``: e/a) and four-way (``I``: ı/i/u/ü);
-- consonant alternation: p/ç/t/k soften to b/c/d/ğ before a vowel (kitap → kitabı, geleceğim) and
-  a suffix-initial ``D`` devoices after a voiceless consonant (kitapta, gitti);
+- consonant alternation: p/ç/t/k soften to b/c/d/ğ before a vowel (kitap → kitabı, gideceğim)
+  and a suffix-initial ``D`` devoices after a voiceless consonant (kitapta, gitti);
 - buffer consonants y, s and the pronominal n (arabayı, arabası, arabasına);
 - plural, possessive (1sg, 2sg, 3sg, 1pl) and the cases nominative, accusative (definite object),
   dative, locative and ablative;
@@ -60,7 +60,7 @@ def harmony_2(text: str) -> str:
 
 
 def harmony_4(text: str) -> str:
-    """The four-way vowel ``I`` after ``text``: front/back and rounded/unrounded like the last vowel."""
+    """The four-way vowel ``I`` after ``text``: as front and as rounded as the last vowel."""
     vowel = last_vowel(text)
     if vowel in FRONT_VOWELS:
         return "ü" if vowel in ROUNDED_VOWELS else "i"
@@ -225,7 +225,7 @@ def progressive(stem: Stem) -> Stem:
 
 
 def conjugate(
-    verb: "Verb", tense: Tense, person: Person, negative: bool = False, question: bool = False
+    verb: Verb, tense: Tense, person: Person, negative: bool = False, question: bool = False
 ) -> list[str]:
     """The verb's Turkish words: tense, negation, agreement and the question particle."""
     *preverbs, last = verb.tr.split(" ")
@@ -241,19 +241,15 @@ def conjugate(
             # ye- and de- raise their vowel before the buffer y: yiyecek, not *yeyecek
             stem = Stem(stem.text[:-1] + "i")
         stem = attach(stem, FUTURE)
+    agreement = AGREEMENT_PAST if tense is Tense.PAST else AGREEMENT
     if not question:
-        agreement = AGREEMENT_PAST if tense is Tense.PAST else AGREEMENT
         return preverbs + [attach(stem, agreement[person]).text]
-    # The particle takes the person ending, except in the past (geldin mi) and in the 3pl,
-    # whose -lAr stays on the verb (geliyorlar mı).
-    if tense is Tense.PAST:
-        verb_word = attach(stem, AGREEMENT_PAST[person]).text
+    # The particle carries the person ending (geliyor musun, gelecek misin), except after the
+    # past (geldin mi) and in the 3pl, whose -lAr stays on the verb (geliyorlar mı).
+    if tense is Tense.PAST or person is Person.P3PL:
+        verb_word = attach(stem, agreement[person]).text
         return preverbs + [verb_word, resolve_suffix(verb_word, QUESTION_PARTICLE)]
-    if person is Person.P3PL:
-        verb_word = attach(stem, AGREEMENT[person]).text
-        return preverbs + [verb_word, resolve_suffix(verb_word, QUESTION_PARTICLE)]
-    particle = resolve_suffix(stem.text, QUESTION_PARTICLE + AGREEMENT[person])
-    return preverbs + [stem.text, particle]
+    return preverbs + [stem.text, resolve_suffix(stem.text, QUESTION_PARTICLE + agreement[person])]
 
 
 def capitalize_tr(text: str) -> str:
@@ -506,8 +502,13 @@ class Verb:
     source_prep: str = "from"  # "" for a particle verb: "get off the bus"
     goal_optional: bool = False
 
+    def adverbials(self) -> dict[Case, tuple[Noun, ...]]:
+        """The nouns that can fill each adverbial slot, by the case Turkish marks it with."""
+        return {Case.DAT: self.goals, Case.ABL: self.sources, Case.LOC: self.locations}
+
 
 OPENABLE = nouns("kapı pencere kutu çanta dolap kitap defter")
+# fmt: off
 VERBS = (
     # intransitive
     Verb("gel", ("come", "came", "coming"), Frame.INTRANSITIVE, goals=PLACES, sources=PLACES,
@@ -532,8 +533,9 @@ VERBS = (
     Verb("dinlen", ("rest", "rested", "resting"), Frame.INTRANSITIVE, locations=HOME),
     Verb("konuş", ("talk", "talked", "talking"), Frame.INTRANSITIVE, locations=PLACES),
     Verb("gül", ("laugh", "laughed", "laughing"), Frame.INTRANSITIVE),
-    Verb("ağla", ("cry", "cried", "crying"), Frame.INTRANSITIVE),
-    Verb("uyan", ("wake up", "woke up", "waking up"), Frame.INTRANSITIVE, subjects=ANIMATES),
+    Verb("ağla", ("cry", "cried", "crying"), Frame.INTRANSITIVE, locations=HOME),
+    Verb("uyan", ("wake up", "woke up", "waking up"), Frame.INTRANSITIVE, locations=HOME,
+         subjects=ANIMATES),
     Verb("şarkı söyle", ("sing", "sang", "singing"), Frame.INTRANSITIVE, locations=PLACES),
     Verb("bin", ("get on", "got on", "getting on"), Frame.INTRANSITIVE, goals=VEHICLES,
          goal_prep=""),
@@ -592,7 +594,8 @@ VERBS = (
          goals=PEOPLE + HOME, goal_optional=True),
     Verb("koy", ("put", "put", "putting"), Frame.DITRANSITIVE, SMALL_THINGS + KITCHENWARE,
          goals=CONTAINERS, goal_prep=None),
-)  # fmt: skip
+)
+# fmt: on
 
 
 # ------------------------------------------------------------------------------- sentences
@@ -604,6 +607,12 @@ PRONOUNS = {
     Person.P1PL: ("we",),
     Person.P2PL: ("you all",),
     Person.P3PL: ("they",),
+}
+# Time adverbs that fit each tense: Turkish puts them first, English last.
+TIME_ADVERBS = {
+    Tense.PAST: (("dün", "yesterday"), ("geçen hafta", "last week"), ("bugün", "today")),
+    Tense.PROGRESSIVE: (("şimdi", "now"), ("bugün", "today")),
+    Tense.FUTURE: (("yarın", "tomorrow"), ("gelecek hafta", "next week"), ("bugün", "today")),
 }
 POSSESSIVE_DETERMINERS = {
     Person.P1SG: ("my",),
@@ -645,12 +654,12 @@ class NounPhrase:
 
 def sample_noun_phrase(
     rng: random.Random,
-    nouns: tuple[Noun, ...],
+    pool: tuple[Noun, ...],
     allow_indefinite: bool = False,
     allow_plural: bool = True,
     exclude: Optional[Noun] = None,
 ) -> NounPhrase:
-    noun = rng.choice([candidate for candidate in nouns if candidate != exclude])
+    noun = rng.choice([candidate for candidate in pool if candidate != exclude])
     possessor, possessor_en = None, ""
     if noun.kin or (noun.possessable and rng.random() < 0.35):
         possessor = rng.choice(list(POSSESSIVE_DETERMINERS))
@@ -679,7 +688,7 @@ class Subject:
 
 
 def sample_subject(rng: random.Random, verb: Verb) -> Subject:
-    if rng.random() < 0.7:
+    if rng.random() < 0.65:
         person = rng.choice(list(PRONOUNS))
         return Subject(person, rng.choice(PRONOUNS[person]))
     phrase = sample_noun_phrase(rng, verb.subjects)
@@ -690,12 +699,8 @@ def sample_adverbial_case(rng: random.Random, verb: Verb) -> Optional[Case]:
     """Which adverbial the clause gets, if any: a goal (dative), source (ablative) or place."""
     if verb.frame is Frame.DITRANSITIVE:
         return None if verb.goal_optional and rng.random() < 0.5 else Case.DAT
-    options = [
-        case
-        for case, pool in ((Case.DAT, verb.goals), (Case.ABL, verb.sources), (Case.LOC, verb.locations))
-        if pool
-    ]
-    if not options or rng.random() < 0.3:
+    options = [case for case, pool in verb.adverbials().items() if pool]
+    if not options or rng.random() < 0.2:
         return None
     return rng.choice(options)
 
@@ -738,10 +743,11 @@ def sample_pair(rng: random.Random) -> tuple[str, str]:
     case = sample_adverbial_case(rng, verb)
     adverbial = None
     if case is not None:
-        pool = {Case.DAT: verb.goals, Case.ABL: verb.sources, Case.LOC: verb.locations}[case]
+        pool = verb.adverbials()[case]
         subject_noun = subject.noun_phrase.noun if subject.noun_phrase else None
         # only people come in the plural as adverbials: "to the children", not "in the gardens"
-        adverbial = sample_noun_phrase(rng, pool, allow_plural=pool is PEOPLE, exclude=subject_noun)
+        people_only = all(noun in PEOPLE for noun in pool)
+        adverbial = sample_noun_phrase(rng, pool, allow_plural=people_only, exclude=subject_noun)
 
     rest_en = [obj.english()] if obj is not None else []
     if adverbial is not None:
@@ -749,10 +755,15 @@ def sample_pair(rng: random.Random) -> tuple[str, str]:
         if prep is None:
             prep = adverbial.noun.prep
         rest_en += [prep, adverbial.english()] if prep else [adverbial.english()]
+    time_tr, time_en = rng.choice(TIME_ADVERBS[tense]) if rng.random() < 0.3 else ("", "")
+    if time_en:
+        rest_en.append(time_en)
     english = english_clause(subject, verb, tense, negative, question, rest_en)
 
-    # SOV: subject, definite object, adverbial, indefinite object (right before the verb), verb
-    turkish = subject.noun_phrase.turkish(Case.NOM) if subject.noun_phrase else []
+    # time, subject, definite object, adverbial, indefinite object (right before the verb), verb
+    turkish = time_tr.split()
+    if subject.noun_phrase is not None:
+        turkish += subject.noun_phrase.turkish(Case.NOM)
     if obj is not None and obj.definite:
         turkish += obj.turkish(Case.ACC)
     if adverbial is not None:

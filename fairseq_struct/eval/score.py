@@ -1,0 +1,117 @@
+"""sacreBLEU BLEU, chrF and chrF++ of detokenized hypotheses against a raw reference file.
+
+Every score carries its sacreBLEU signature, so it can be compared with a number from any
+other paper or tool: BLEU with the 13a tokenizer, cased; chrF (character 6-grams, beta 2); and
+chrF++ (chrF plus word 1- and 2-grams, `word_order=2`). Files are read as the sacrebleu command
+line reads them (UTF-8, lines split at "\\n" only, trailing whitespace removed), so the numbers
+equal the sacrebleu command line's.
+"""
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Optional, Sequence
+
+from sacrebleu.metrics import BLEU, CHRF
+from sacrebleu.metrics.base import Metric
+
+
+@dataclass(frozen=True)
+class MetricScore:
+    """One corpus-level score as sacreBLEU reports it."""
+
+    name: str  # sacreBLEU's own name: "BLEU", "chrF2", "chrF2++"
+    score: float
+    signature: str
+    text: str  # sacreBLEU's one-line report, signature included
+
+
+def _metrics() -> Dict[str, Metric]:
+    return {
+        "BLEU": BLEU(tokenize="13a", lowercase=False),
+        "chrF": CHRF(),
+        "chrF++": CHRF(word_order=2),
+    }
+
+
+def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> Dict[str, MetricScore]:
+    """BLEU, chrF and chrF++ of the hypotheses against one reference per sentence.
+
+    Raises:
+        ValueError: the two lists differ in length.
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    scores = {}
+    for key, metric in _metrics().items():
+        result = metric.corpus_score(list(hypotheses), [list(references)])
+        signature = str(metric.get_signature())
+        scores[key] = MetricScore(
+            name=result.name,
+            score=result.score,
+            signature=signature,
+            text=result.format(signature=signature),
+        )
+    return scores
+
+
+def read_lines(path: str) -> List[str]:
+    """The lines of a text file, read as the sacrebleu command line reads them."""
+    with open(path, encoding="utf-8", newline="\n") as lines:
+        return [line.rstrip() for line in lines]
+
+
+def score_files(hypothesis_path: str, reference_path: str) -> Dict[str, MetricScore]:
+    """BLEU, chrF and chrF++ of a hypothesis file against a raw reference file, line by line.
+
+    Raises:
+        ValueError: the files differ in line count (the message names both).
+    """
+    hypotheses = read_lines(hypothesis_path)
+    references = read_lines(reference_path)
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"{hypothesis_path} has {len(hypotheses)} lines but {reference_path} has "
+            f"{len(references)}; every reference line needs exactly one hypothesis line"
+        )
+    return corpus_scores(hypotheses, references)
+
+
+def scores_to_json(
+    scores: Dict[str, MetricScore], hypothesis_path: str, reference_path: str, num_sentences: int
+) -> Dict[str, object]:
+    """A JSON-ready record of the scores and the files they were computed from."""
+    return {
+        "hypotheses": hypothesis_path,
+        "references": reference_path,
+        "sentences": num_sentences,
+        "scores": {key: asdict(score) for key, score in scores.items()},
+    }
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(
+        description="sacreBLEU BLEU (13a, cased), chrF and chrF++ of detokenized hypotheses "
+        "against a raw reference file, printed with their signatures.",
+    )
+    parser.add_argument("--hyp", required=True, help="detokenized hypotheses, one per line")
+    parser.add_argument("--ref", required=True, help="raw (untokenized) reference, one per line")
+    parser.add_argument("--json", help="also write the scores and signatures to this JSON file")
+    args = parser.parse_args(argv)
+
+    try:
+        scores = score_files(args.hyp, args.ref)
+    except ValueError as error:
+        sys.exit(f"error: {error}")
+    for score in scores.values():
+        print(score.text)
+    if args.json:
+        record = scores_to_json(scores, args.hyp, args.ref, len(read_lines(args.ref)))
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(record, out, indent=2, ensure_ascii=False)
+            out.write("\n")
+
+
+if __name__ == "__main__":
+    main()

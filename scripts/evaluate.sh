@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Translate a test set with stock fairseq-generate and score the plain-text output against the
+# raw reference with sacreBLEU (BLEU 13a, chrF, chrF++, cased; SPEC 5.1).
+#
+# fairseq-generate's own --scoring compares against the binarized references, which is not a
+# real sacreBLEU number; here the hypotheses are taken from the generate log in sentence order,
+# turned back into plain words (pieces joined, morpheme boundary marks removed) and scored
+# against the untouched reference file.
+set -euo pipefail
+
+usage() {
+    cat <<'EOF'
+Usage: scripts/evaluate.sh DATA_BIN CHECKPOINT RAW_REFERENCE OUT_DIR [options] [-- GENERATE_ARGS...]
+
+  DATA_BIN        binarized data directory (fairseq-preprocess --destdir)
+  CHECKPOINT      model checkpoint, e.g. checkpoints/checkpoint_best.pt
+  RAW_REFERENCE   raw target-side text of the generated subset, one sentence per line
+  OUT_DIR         receives generate-SUBSET.log, hyp.txt and scores.json
+
+Options:
+  --beam N          beam size (default 5)
+  --batch-size N    sentences per batch (default: fairseq-generate's --max-tokens 12000)
+  --gen-subset S    subset to translate (default test)
+  --task T          fairseq task (default translation_morph)
+  --user-dir DIR    plugin directory (default: the installed or checked-out fairseq_struct)
+  -h, --help        show this help
+Arguments after -- go to fairseq-generate unchanged (e.g. -- --cpu --lenpen 1.2).
+
+Uses the tools in .venv/bin of this checkout if it exists, else those on PATH.
+EOF
+}
+
+if [[ $# -ge 1 && ($1 == -h || $1 == --help) ]]; then
+    usage
+    exit 0
+fi
+if [[ $# -lt 4 ]]; then
+    usage >&2
+    exit 2
+fi
+data_bin=$1 checkpoint=$2 reference=$3 out_dir=$4
+shift 4
+
+beam=5 batch_size="" subset=test task=translation_morph user_dir=""
+generate_args=()
+while [[ $# -gt 0 ]]; do
+    if [[ $1 =~ ^--(beam|batch-size|gen-subset|task|user-dir)$ && $# -lt 2 ]]; then
+        echo "evaluate.sh: $1 needs a value (see --help)" >&2
+        exit 2
+    fi
+    case $1 in
+        --beam) beam=$2; shift 2 ;;
+        --batch-size) batch_size=$2; shift 2 ;;
+        --gen-subset) subset=$2; shift 2 ;;
+        --task) task=$2; shift 2 ;;
+        --user-dir) user_dir=$2; shift 2 ;;
+        -h | --help) usage; exit 0 ;;
+        --) shift; generate_args=("$@"); break ;;
+        *) echo "evaluate.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    esac
+done
+
+for input in "$data_bin" "$checkpoint" "$reference"; do
+    if [[ ! -e $input ]]; then
+        echo "evaluate.sh: $input does not exist" >&2
+        exit 1
+    fi
+done
+
+repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+if [[ -x $repo_root/.venv/bin/python ]]; then
+    bin=$repo_root/.venv/bin/
+else
+    bin=""
+fi
+python=${bin}python3
+# A checkout works without `pip install`: its package comes first on the path.
+if [[ -d $repo_root/fairseq_struct ]]; then
+    export PYTHONPATH=$repo_root${PYTHONPATH:+:$PYTHONPATH}
+fi
+if [[ -z $user_dir ]]; then
+    # find_spec locates the package without importing it (importing loads fairseq: slow).
+    user_dir=$("$python" -c 'import importlib.util, os
+print(os.path.dirname(importlib.util.find_spec("fairseq_struct").origin))')
+fi
+
+mkdir -p "$out_dir"
+generate_log=$out_dir/generate-$subset.log
+hypotheses=$out_dir/hyp.txt
+scores=$out_dir/scores.json
+
+# No --post-process: the log keeps SentencePiece pieces and generate_output restores the words.
+generate=("${bin}fairseq-generate" "$data_bin" --path "$checkpoint" --user-dir "$user_dir"
+    --task "$task" --gen-subset "$subset" --beam "$beam")
+if [[ -n $batch_size ]]; then
+    generate+=(--batch-size "$batch_size")
+fi
+echo "evaluate.sh: ${generate[*]} ${generate_args[*]} > $generate_log" >&2
+"${generate[@]}" "${generate_args[@]}" >"$generate_log"
+
+"$python" -m fairseq_struct.eval.generate_output "$generate_log" --out "$hypotheses" \
+    --ref "$reference"
+"$python" -m fairseq_struct.eval.score --hyp "$hypotheses" --ref "$reference" --json "$scores"
+echo "evaluate.sh: wrote $hypotheses and $scores" >&2
