@@ -3,9 +3,11 @@
 Importing this package registers every model, architecture, task and criterion with fairseq
 (`--user-dir fairseq_struct`), and allow-lists the classes fairseq checkpoints hold so that
 torch's `weights_only` loading accepts them, and lets stock `torchrun ... fairseq-train` start
-multi-process training (also on CPUs).
+multi-process training (also on CPUs). It also stops fairseq-fixed from dropping the last
+partial batch of every epoch, validation and generation run (see batching_fix).
 """
 
+from fairseq_struct import batching_fix  # noqa: F401
 from fairseq_struct import checkpoint_safety  # noqa: F401
 from fairseq_struct import models  # noqa: F401
 from fairseq_struct import tasks  # noqa: F401

@@ -115,7 +115,6 @@ def load_checkpoint(path: str, arg_overrides: Optional[Dict[str, Any]] = None) -
     Raises:
         CheckpointSecurityError: the file needs a global outside the allow-list.
     """
-    register_safe_globals()
     try:
         return checkpoint_utils.load_checkpoint_to_cpu(path, arg_overrides)
     except pickle.UnpicklingError as error:

@@ -90,8 +90,10 @@ hypotheses=$out_dir/hyp.txt
 scores=$out_dir/scores.json
 
 # No --post-process: the log keeps SentencePiece pieces and generate_output restores the words.
+# --required-batch-size-multiple 1: with fairseq-fixed 0.12.3.1's compiled batch_by_size, any
+# other value (the default is 8) silently drops the last, partial batch: the longest sentences.
 generate=("${bin}fairseq-generate" "$data_bin" --path "$checkpoint" --user-dir "$user_dir"
-    --task "$task" --gen-subset "$subset" --beam "$beam")
+    --task "$task" --gen-subset "$subset" --beam "$beam" --required-batch-size-multiple 1)
 if [[ -n $batch_size ]]; then
     generate+=(--batch-size "$batch_size")
 fi

@@ -74,8 +74,9 @@ def read_hypotheses(path: str, num_sentences: Optional[int] = None) -> List[str]
         raise ValueError(
             f"{path}: no hypothesis for {len(missing)} of {num_sentences} sentences, ids "
             f"{_show_ids(missing)}; fairseq-generate leaves out sentences it skips for size "
-            "(--skip-invalid-size-inputs-valid-test, --max-source-positions) and stops writing "
-            "when interrupted. Scoring needs every sentence: regenerate them all."
+            "(--skip-invalid-size-inputs-valid-test, --max-source-positions), the last partial "
+            "batch unless --required-batch-size-multiple is 1 (fairseq-fixed 0.12.3.1), and "
+            "all after an interruption. Scoring needs every sentence: regenerate them all."
         )
     return [hypotheses[i] for i in range(num_sentences)]
 

@@ -69,6 +69,8 @@ def import_zemberek() -> Any:
             if handler not in handlers:
                 root.removeHandler(handler)
         root.setLevel(level)
+        # Zemberek logs a DEBUG line for every unknown proper noun it guesses a root for.
+        logging.getLogger("zemberek").setLevel(logging.WARNING)
     return zemberek
 
 
@@ -177,10 +179,54 @@ class _FastDecoder:
     def __init__(self, resolver: Any) -> None:
         self.weight = _PerceptronWeights(resolver.decoder.model)
         self._float32 = self.weight._float32
-        self._extractor = resolver.decoder.extractor
+        self._word_data = type(resolver).WordData.from_analysis
         self._begin = type(resolver).sentence_begin
         self._end = type(resolver).sentence_end
+        self._words: Dict[Any, Tuple[str, Tuple[str, ...], str, str, str]] = {}
         self._trigram_scores: Dict[Tuple[Any, Any, Any], Any] = {}
+
+    def _word(self, analysis: Any) -> Tuple[str, Tuple[str, ...], str, str, str]:
+        """(lemma, inflectional groups, "lemma+igs", last group, "22:" feature) of an analysis."""
+        word = self._words.get(analysis)
+        if word is None:
+            data = self._word_data(analysis)
+            groups = "+".join(data.igs)
+            if len(self._words) >= _MAX_CACHE_ENTRIES:
+                self._words.clear()
+            word = self._words[analysis] = (
+                data.lemma,
+                tuple(data.igs),
+                f"{data.lemma}+{groups}",
+                data.last_group(),
+                f"22:{analysis.group_boundaries.shape[0]}",
+            )
+        return word
+
+    def _features(self, first: Any, second: Any, third: Any) -> Dict[str, int]:
+        """`FeatureExtractor.extract_from_trigram`: the same keys, counts and insertion order."""
+        r1, _, _, last1, _ = self._word(first)
+        r2, _, r2_ig2, last2, _ = self._word(second)
+        r3, igs3, r3_ig3, _, groups3 = self._word(third)
+        ig2 = r2_ig2[len(r2) + 1 :]
+        features: Dict[str, int] = {}
+        for key in (
+            "2:" + r1 + ig2 + r3_ig3,
+            "3:" + r2_ig2 + "-" + r3_ig3,
+            "4:" + r3_ig3,
+            "9:" + r2 + "-" + r3,
+            "10:" + r3,
+            "10b:" + r2,
+            "10c:" + r1,
+        ):
+            features[key] = features.get(key, 0) + 1
+        for ig in igs3:
+            for key in ("15:" + last1 + "-" + last2 + "-" + ig, "17:" + last2 + ig):
+                features[key] = features.get(key, 0) + 1
+        for k, ig in enumerate(igs3):
+            key = "20:" + str(k) + "-" + ig
+            features[key] = features.get(key, 0) + 1
+        features[groups3] = features.get(groups3, 0) + 1
+        return features
 
     def _trigram_score(self, first: Any, second: Any, third: Any) -> Any:
         key = (first, second, third)
@@ -188,9 +234,10 @@ class _FastDecoder:
         if score is None:
             float32 = self._float32
             score = float32(0)
-            features = self._extractor.extract_from_trigram([first, second, third])
-            for feature, count in features.items():
-                score += float32(self.weight(feature) * float32(count))
+            for feature, count in self._features(first, second, third).items():
+                weight = self.weight(feature)
+                # weight * 1 is exact, so the float32 product only matters for repeated features
+                score += weight if count == 1 else float32(weight * float32(count))
             if len(self._trigram_scores) >= _MAX_CACHE_ENTRIES:
                 self._trigram_scores.clear()
             self._trigram_scores[key] = score

@@ -1,0 +1,185 @@
+"""Beam-search speed of the TP-Transformer vs fairseq's stock Transformer of equal size (SPEC 6).
+
+`tp_transformer_base` and fairseq's `transformer` (6+6 layers, d_model 512, 8 heads, ffn 2048:
+the base / `transformer_wmt_en_de` configuration) translate the same batch of random source
+sentences with fairseq's `SequenceGenerator` (beam 5), timed in turns (A, B, A, B, ...) in one
+process after a warm-up. The models are randomly initialised, so their outputs would stop at
+unrelated lengths; `min_len = max_len = --steps` (with `max_len_a = 0`) forbids EOS before step N
+and forces it at step N, so every hypothesis of both models is exactly N tokens + EOS and each
+batch takes N + 1 decoder steps. The script checks that it did.
+
+    .venv/bin/python benchmarks/bench_tp_generation_speed.py --batch-size 16 --repeats 7
+
+Prints one JSON line on stdout; logs go to stderr. A missed target is reported in the JSON
+(`meets_target`), not in the exit status.
+"""
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import time
+from argparse import Namespace
+from typing import Dict, List
+
+import torch
+from fairseq.data import Dictionary
+from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+from fairseq.sequence_generator import SequenceGenerator
+from torch import Tensor, nn
+
+import fairseq_struct  # noqa: F401  (registers the models)
+
+logger = logging.getLogger("bench_tp_generation_speed")
+
+TARGET_RATIO = 0.9
+
+
+class _Task:
+    """The two attributes `build_model` reads from a translation task."""
+
+    def __init__(self, dictionary: Dictionary) -> None:
+        self.source_dictionary = dictionary
+        self.target_dictionary = dictionary
+
+
+def joined_dictionary(num_types: int) -> Dictionary:
+    dictionary = Dictionary()
+    for i in range(num_types - len(dictionary)):
+        dictionary.add_symbol(f"w{i}")
+    return dictionary
+
+
+def build_model(arch: str, dictionary: Dictionary, seed: int) -> nn.Module:
+    torch.manual_seed(seed)
+    args = Namespace(share_all_embeddings=True)
+    ARCH_CONFIG_REGISTRY[arch](args)
+    return ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(dictionary))
+
+
+def source_batch(
+    dictionary: Dictionary, batch_size: int, src_len: int, seed: int
+) -> Dict[str, Dict[str, Tensor]]:
+    generator = torch.Generator().manual_seed(seed)
+    src_tokens = torch.randint(
+        dictionary.nspecial, len(dictionary), (batch_size, src_len), generator=generator
+    )
+    src_tokens[:, -1] = dictionary.eos()
+    src_lengths = torch.full((batch_size,), src_len)
+    return {"net_input": {"src_tokens": src_tokens, "src_lengths": src_lengths}}
+
+
+def check_lengths(hypotheses: List[List[Dict[str, Tensor]]], steps: int, arch: str) -> None:
+    """Both sides must decode the same number of steps, or the comparison means nothing."""
+    lengths = {len(hypo["tokens"]) for hypos in hypotheses for hypo in hypos}
+    if lengths != {steps + 1}:
+        raise RuntimeError(f"{arch}: hypotheses of lengths {sorted(lengths)}, expected {steps + 1}")
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--arch-tp", default="tp_transformer_base", help="the measured model")
+    parser.add_argument("--arch-stock", default="transformer", help="fairseq's stock reference")
+    parser.add_argument("--vocab-size", type=int, default=32000, help="joined dictionary size")
+    parser.add_argument("--batch-size", type=int, default=16, help="source sentences per batch")
+    parser.add_argument("--src-len", type=int, default=20, help="tokens per source sentence")
+    parser.add_argument(
+        "--steps", type=int, default=20, help="output tokens per hypothesis (min_len = max_len)"
+    )
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed batches per side")
+    parser.add_argument("--repeats", type=int, default=7, help="timed batches per side")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (1 by default: on a shared machine, threads waiting for "
+        "each other make CPU timings erratic)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: List[str]) -> int:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+
+    dictionary = joined_dictionary(args.vocab_size)
+    sample = source_batch(dictionary, args.batch_size, args.src_len, args.seed)
+    sample["net_input"] = {name: t.to(device) for name, t in sample["net_input"].items()}
+
+    sides = {}
+    for label, arch in (("tp", args.arch_tp), ("stock", args.arch_stock)):
+        model = build_model(arch, dictionary, args.seed).to(device).eval()
+        generator = SequenceGenerator(
+            [model],
+            dictionary,
+            beam_size=args.beam,
+            max_len_a=0,
+            max_len_b=args.steps,
+            min_len=args.steps,
+        )
+        params = sum(p.numel() for p in model.parameters())
+        logger.info("%s: %s, %d parameters", label, arch, params)
+        sides[label] = {"arch": arch, "params": params, "generator": generator, "rates": []}
+
+    def translate(side: Dict) -> float:
+        synchronize(device)
+        start = time.perf_counter()
+        hypotheses = side["generator"].forward(sample)
+        synchronize(device)
+        seconds = time.perf_counter() - start
+        check_lengths(hypotheses, args.steps, side["arch"])
+        return args.batch_size / seconds
+
+    for label, side in sides.items():
+        logger.info("warm-up %s (%d batches)", label, args.warmup)
+        for _ in range(args.warmup):
+            translate(side)
+    for repeat in range(args.repeats):
+        for label, side in sides.items():
+            side["rates"].append(translate(side))
+            logger.info("repeat %d %s: %.2f sentences/s", repeat, label, side["rates"][-1])
+
+    rate_tp = statistics.median(sides["tp"]["rates"])
+    rate_stock = statistics.median(sides["stock"]["rates"])
+    ratio = rate_tp / rate_stock
+    result = {
+        "benchmark": "tp_generation_speed",
+        "device": str(device),
+        "threads": torch.get_num_threads(),
+        "batch": args.batch_size,
+        "src_len": args.src_len,
+        "steps": args.steps,
+        "length_control": "max_len_a=0, max_len_b=min_len=steps: every hypothesis is steps "
+        "tokens + EOS, steps + 1 decoder calls per batch",
+        "beam": args.beam,
+        "vocab_size": len(dictionary),
+        "warmup": args.warmup,
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "arch_tp": sides["tp"]["arch"],
+        "arch_stock": sides["stock"]["arch"],
+        "params_tp": sides["tp"]["params"],
+        "params_stock": sides["stock"]["params"],
+        "sentences_per_s_tp": round(rate_tp, 3),
+        "sentences_per_s_stock": round(rate_stock, 3),
+        "ratio": round(ratio, 4),
+        "target": TARGET_RATIO,
+        "meets_target": ratio >= TARGET_RATIO,
+    }
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,216 @@
+"""Training throughput of the TP-Transformer vs its relative-position baseline (SPEC 6).
+
+Both models (`tp_transformer_base` and the parameter-matched `transformer_relpos_base`) train on
+the same synthetic batch in the same process, timed in turns (A, B, A, B, ...) after a warm-up, so
+that load from other processes hits both sides alike. One full training step is: forward in train
+mode (dropout on), fairseq's label-smoothed cross-entropy, backward, optimizer step. Throughput is
+counted in target tokens per second, which is what fairseq-train reports as "wps".
+
+    .venv/bin/python benchmarks/bench_tp_training_throughput.py --batch-size 8 --repeats 7
+
+Prints one JSON line on stdout; logs go to stderr. A missed target is reported in the JSON
+(`meets_target`), not in the exit status.
+"""
+
+import argparse
+import json
+import logging
+import statistics
+import sys
+import time
+from argparse import Namespace
+from typing import Callable, Dict, List
+
+import torch
+from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
+from fairseq.data import Dictionary
+from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
+from fairseq.optim.adafactor import Adafactor
+from torch import Tensor, nn
+
+import fairseq_struct  # noqa: F401  (registers the models)
+
+logger = logging.getLogger("bench_tp_training_throughput")
+
+TARGET_RATIO = 0.9
+
+
+class _Task:
+    """The two attributes `build_model` reads from a translation task."""
+
+    def __init__(self, dictionary: Dictionary) -> None:
+        self.source_dictionary = dictionary
+        self.target_dictionary = dictionary
+
+
+def joined_dictionary(num_types: int) -> Dictionary:
+    dictionary = Dictionary()
+    for i in range(num_types - len(dictionary)):
+        dictionary.add_symbol(f"w{i}")
+    return dictionary
+
+
+def build_model(arch: str, dictionary: Dictionary, seed: int) -> nn.Module:
+    torch.manual_seed(seed)
+    args = Namespace(share_all_embeddings=True)
+    ARCH_CONFIG_REGISTRY[arch](args)
+    return ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(dictionary))
+
+
+def synthetic_batch(
+    dictionary: Dictionary, batch_size: int, src_len: int, tgt_len: int, seed: int
+) -> Dict[str, Tensor]:
+    """Random ids without padding, so every position is a counted target word."""
+    generator = torch.Generator().manual_seed(seed)
+    low, high = dictionary.nspecial, len(dictionary)
+    src_tokens = torch.randint(low, high, (batch_size, src_len), generator=generator)
+    src_tokens[:, -1] = dictionary.eos()
+    target = torch.randint(low, high, (batch_size, tgt_len), generator=generator)
+    target[:, -1] = dictionary.eos()
+    # Teacher forcing: the decoder reads the target shifted right behind EOS, as fairseq does.
+    prev_output_tokens = torch.cat([target[:, -1:], target[:, :-1]], dim=1)
+    return {
+        "src_tokens": src_tokens,
+        "src_lengths": torch.full((batch_size,), src_len),
+        "prev_output_tokens": prev_output_tokens,
+        "target": target,
+    }
+
+
+def make_training_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: Dict[str, Tensor],
+    label_smoothing: float,
+    padding_idx: int,
+) -> Callable[[], None]:
+    def step() -> None:
+        net_output = model(
+            batch["src_tokens"], batch["src_lengths"], batch["prev_output_tokens"]
+        )
+        lprobs = model.get_normalized_probs(net_output, log_probs=True)
+        loss, _ = label_smoothed_nll_loss(
+            lprobs.view(-1, lprobs.size(-1)),
+            batch["target"].view(-1),
+            label_smoothing,
+            ignore_index=padding_idx,
+        )
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def build_optimizer(name: str, model: nn.Module, lr: float) -> torch.optim.Optimizer:
+    if name == "adafactor":
+        # The paper's optimizer with an external learning rate, as SPEC 2.3 prescribes.
+        return Adafactor(model.parameters(), lr=lr, scale_parameter=False, relative_step=False)
+    return torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed(step: Callable[[], None], steps: int, device: torch.device) -> float:
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    synchronize(device)
+    return time.perf_counter() - start
+
+
+def parse_args(argv: List[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--arch-a", default="tp_transformer_base", help="the measured model")
+    parser.add_argument("--arch-b", default="transformer_relpos_base", help="the reference")
+    parser.add_argument("--vocab-size", type=int, default=32000, help="joined dictionary size")
+    parser.add_argument("--batch-size", type=int, default=8, help="sentences per batch")
+    parser.add_argument("--src-len", type=int, default=24, help="source tokens per sentence")
+    parser.add_argument("--tgt-len", type=int, default=24, help="target tokens per sentence")
+    parser.add_argument("--optimizer", choices=["adafactor", "adam"], default="adafactor")
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--label-smoothing", type=float, default=0.1)
+    parser.add_argument("--warmup-steps", type=int, default=2, help="untimed steps per side")
+    parser.add_argument("--steps", type=int, default=2, help="training steps per timed repeat")
+    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per side")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch intra-op threads (1 by default: on a shared machine, threads waiting for "
+        "each other make CPU timings erratic)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: List[str]) -> int:
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+
+    dictionary = joined_dictionary(args.vocab_size)
+    batch = synthetic_batch(dictionary, args.batch_size, args.src_len, args.tgt_len, args.seed)
+    batch = {name: tensor.to(device) for name, tensor in batch.items()}
+    target_words = int(batch["target"].ne(dictionary.pad()).sum())
+
+    sides = {}
+    for label, arch in (("a", args.arch_a), ("b", args.arch_b)):
+        model = build_model(arch, dictionary, args.seed).to(device).train()
+        optimizer = build_optimizer(args.optimizer, model, args.lr)
+        step = make_training_step(model, optimizer, batch, args.label_smoothing, dictionary.pad())
+        params = sum(p.numel() for p in model.parameters())
+        logger.info("%s: %s, %d parameters", label, arch, params)
+        sides[label] = {"arch": arch, "params": params, "step": step, "words_per_s": []}
+
+    for label, side in sides.items():
+        logger.info("warm-up %s (%d steps)", label, args.warmup_steps)
+        timed(side["step"], args.warmup_steps, device)
+    for repeat in range(args.repeats):
+        for label, side in sides.items():
+            seconds = timed(side["step"], args.steps, device)
+            side["words_per_s"].append(args.steps * target_words / seconds)
+            logger.info("repeat %d %s: %.1f words/s", repeat, label, side["words_per_s"][-1])
+
+    words_per_s_a = statistics.median(sides["a"]["words_per_s"])
+    words_per_s_b = statistics.median(sides["b"]["words_per_s"])
+    ratio = words_per_s_a / words_per_s_b
+    result = {
+        "benchmark": "tp_training_throughput",
+        "device": str(device),
+        "torch_threads": torch.get_num_threads(),
+        "batch_shape": {
+            "sentences": args.batch_size,
+            "src_len": args.src_len,
+            "tgt_len": args.tgt_len,
+        },
+        "words": "target tokens (fairseq wps)",
+        "vocab_size": len(dictionary),
+        "optimizer": args.optimizer,
+        "label_smoothing": args.label_smoothing,
+        "warmup_steps": args.warmup_steps,
+        "steps_per_repeat": args.steps,
+        "repeats": args.repeats,
+        "seed": args.seed,
+        "arch_a": sides["a"]["arch"],
+        "arch_b": sides["b"]["arch"],
+        "params_a": sides["a"]["params"],
+        "params_b": sides["b"]["params"],
+        "words_per_s_a": round(words_per_s_a, 2),
+        "words_per_s_b": round(words_per_s_b, 2),
+        "ratio": round(ratio, 4),
+        "target": TARGET_RATIO,
+        "meets_target": ratio >= TARGET_RATIO,
+    }
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,213 @@
+"""Validated reading of raw parallel text, and atomic writing of what is made from it.
+
+Every line must survive the whole pipeline unchanged (segmentation, SentencePiece, stock
+fairseq-preprocess, `pieces_to_text`), so a line is rejected when it holds something that some
+stage would silently change:
+
+| problem | why | train | valid / test |
+|---|---|---|---|
+| files of different length | pairs would be misaligned | error | error |
+| invalid UTF-8 | nothing downstream can read it | error | error |
+| U+FFED or U+2581 | reserved marks: morpheme boundary, SentencePiece word start | error | error |
+| empty line | nothing to translate or to score against | pair dropped | error |
+| whitespace other than U+0020 (tab, NBSP, CR, ...) | fairseq-preprocess splits pieces on it | pair dropped | error |
+| leading or trailing space | SentencePiece decoding cannot restore it | pair dropped | error |
+
+Dropping a pair keeps training possible on a noisy crawl; valid and test references must stay
+aligned with the sources and with other systems' outputs, so there a problem stops the run.
+Words longer than LONG_WORD_CHARS characters are kept (they only make many pieces) and counted.
+"""
+
+import json
+import os
+import re
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
+
+from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
+
+PathLike = Union[str, Path]
+
+# No Turkish or English word is this long: such "words" are URLs, hashes or markup.
+LONG_WORD_CHARS = 100
+# How many file:line locations a report lists per kind of problem; all are counted.
+MAX_LISTED = 100
+
+# fairseq-preprocess splits lines with this very pattern (fairseq.tokenizer.tokenize_line), so a
+# piece holding any other whitespace character would come back as two tokens.
+_WHITESPACE_OTHER_THAN_SPACE = re.compile(r"[^\S ]")
+
+RESERVED_CHARACTERS = {
+    MORPHEME_BOUNDARY: "the morpheme boundary mark U+FFED",
+    WORD_START: "SentencePiece's word-start mark U+2581",
+}
+
+
+class CorpusError(ValueError):
+    """Unusable input; the message starts with `file:line:` where a line is to blame."""
+
+
+@dataclass
+class SplitReport:
+    """What reading one split of a parallel corpus found; `dataclasses.asdict` gives its JSON."""
+
+    split: str
+    source_file: str
+    target_file: str
+    pairs_read: int = 0
+    pairs_kept: int = 0
+    dropped_by_reason: Dict[str, int] = field(default_factory=dict)
+    dropped: List[str] = field(default_factory=list)  # "train.tr:17: empty line", first MAX_LISTED
+    long_words: int = 0
+    long_word_examples: List[str] = field(default_factory=list)  # "file:line: N characters"
+
+
+@dataclass
+class ParallelSplit:
+    """The kept sentence pairs of one split, line-aligned, and the report of reading them."""
+
+    source: List[str]
+    target: List[str]
+    report: SplitReport
+
+
+def read_lines(path: PathLike) -> List[str]:
+    """The lines of a UTF-8 file without line endings (a final CR of a CRLF ending is removed).
+
+    Raises CorpusError naming file, line and byte offset at the first invalid UTF-8.
+    """
+    data = Path(path).read_bytes()
+    raw_lines = data.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()  # the newline that ends the last line
+    lines = []
+    offset = 0  # of the current line in the file
+    for number, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise CorpusError(
+                f"{path}:{number}: invalid UTF-8 at byte {error.start} of the line "
+                f"(byte {offset + error.start} of the file): {error.reason}"
+            ) from None
+        lines.append(line[:-1] if line.endswith("\r") else line)
+        offset += len(raw) + 1
+    return lines
+
+
+class LineProblem(NamedTuple):
+    kind: str  # what the report counts, e.g. "empty line"
+    message: str  # the kind with its detail and the reason it matters
+
+
+def line_problem(line: str) -> Optional[LineProblem]:
+    """Why `line` cannot go through the pipeline unchanged, or None when it can."""
+    if not line:
+        return LineProblem("empty line", "empty line")
+    other_whitespace = _WHITESPACE_OTHER_THAN_SPACE.search(line)
+    if other_whitespace is not None:
+        char = other_whitespace.group()
+        return LineProblem(
+            "whitespace other than a space",
+            f"whitespace character U+{ord(char):04X} at character {other_whitespace.start() + 1}; "
+            "fairseq-preprocess would split a piece there, use a plain space",
+        )
+    if line[0] == " " or line[-1] == " ":
+        return LineProblem(
+            "leading or trailing space",
+            "leading or trailing space, which SentencePiece decoding cannot restore",
+        )
+    return None
+
+
+def _check_reserved(path: PathLike, number: int, line: str) -> None:
+    for char, name in RESERVED_CHARACTERS.items():
+        column = line.find(char)
+        if column >= 0:
+            raise CorpusError(
+                f"{path}:{number}: contains {name} at character {column + 1}; it is reserved "
+                "for the segmented and encoded text, remove or replace it in the raw file"
+            )
+
+
+def read_parallel(
+    source_path: PathLike, target_path: PathLike, split: str, drop_bad_pairs: bool
+) -> ParallelSplit:
+    """Read and check one split. Bad pairs are dropped (train) or raise CorpusError (valid/test)."""
+    source_lines = read_lines(source_path)
+    target_lines = read_lines(target_path)
+    if len(source_lines) != len(target_lines):
+        raise CorpusError(
+            f"{source_path} has {len(source_lines)} lines but {target_path} has "
+            f"{len(target_lines)}: the files of a parallel corpus must be line-aligned"
+        )
+    if not source_lines:
+        raise CorpusError(f"{source_path} and {target_path} are empty")
+    report = SplitReport(split, str(source_path), str(target_path), pairs_read=len(source_lines))
+    reasons: Counter = Counter()
+    kept_source, kept_target = [], []
+    for number, pair in enumerate(zip(source_lines, target_lines), start=1):
+        problems = []
+        for path, line in zip((source_path, target_path), pair):
+            _check_reserved(path, number, line)
+            problem = line_problem(line)
+            if problem is not None:
+                if not drop_bad_pairs:
+                    raise CorpusError(
+                        f"{path}:{number}: {problem.message}; {split} pairs are never dropped "
+                        "because sources, references and system outputs must stay aligned"
+                    )
+                problems.append((path, problem))
+            _count_long_words(report, path, number, line)
+        if problems:
+            for path, problem in problems:
+                reasons[problem.kind] += 1
+                if len(report.dropped) < MAX_LISTED:
+                    report.dropped.append(f"{path}:{number}: {problem.message}")
+            continue
+        kept_source.append(pair[0])
+        kept_target.append(pair[1])
+    report.pairs_kept = len(kept_source)
+    report.dropped_by_reason = dict(reasons)
+    if not kept_source:
+        raise CorpusError(f"no usable pair in {source_path} and {target_path}: {dict(reasons)}")
+    return ParallelSplit(kept_source, kept_target, report)
+
+
+def _count_long_words(report: SplitReport, path: PathLike, number: int, line: str) -> None:
+    for word in line.split(" "):
+        if len(word) > LONG_WORD_CHARS:
+            report.long_words += 1
+            if len(report.long_word_examples) < MAX_LISTED:
+                report.long_word_examples.append(f"{path}:{number}: {len(word)} characters")
+
+
+def atomic_write_bytes(path: PathLike, data: bytes) -> None:
+    """Write `data` to `path` so that `path` is either the old file or the complete new one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def atomic_write_lines(path: PathLike, lines: Iterable[str]) -> None:
+    """Write one line per item, each ending in a newline, atomically."""
+    atomic_write_bytes(path, "".join(line + "\n" for line in lines).encode("utf-8"))
+
+
+def atomic_write_json(path: PathLike, value: object) -> None:
+    atomic_write_bytes(path, (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode())
+
+
+def split_paths(prefix: PathLike, source_lang: str, target_lang: str) -> Tuple[Path, Path]:
+    """PREFIX.src and PREFIX.tgt, as fairseq names the files of a split."""
+    return Path(f"{prefix}.{source_lang}"), Path(f"{prefix}.{target_lang}")

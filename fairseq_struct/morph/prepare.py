@@ -1,0 +1,288 @@
+"""Turn a raw parallel corpus into SentencePiece text for stock fairseq-preprocess (SPEC section 3).
+
+    python -m fairseq_struct.morph.prepare --src-lang en --tgt-lang tr \\
+        --train raw/train --valid raw/valid --test raw/test \\
+        --mode morph --vocab-size 8000 --out-dir data-bin/en-tr-morph [--workers 2]
+
+reads PREFIX.en / PREFIX.tr of each split and
+
+1. validates every split (`corpus_io`): bad train pairs are dropped and listed, a bad valid or
+   test pair stops the run;
+2. in `morph` mode, segments the target side into morphemes (Turkish: Zemberek); the source
+   side is never segmented;
+3. trains one joint SentencePiece model on the training text of both sides;
+4. encodes every split and checks that `pieces_to_text` gives back every raw line;
+5. writes, atomically, into --out-dir:
+     spm.model                          the SentencePiece model
+     {train,valid,test}.sp.{src,tgt}    pieces, the input of fairseq-preprocess
+     {valid,test}.raw.{src,tgt}         the raw text of the kept pairs, for sacreBLEU
+     prepare_report.json                what was dropped, unseen characters, long words,
+                                        segmentation speed and share of split words
+and prints a summary. `scripts/prepare-en-tr.sh` runs this and then fairseq-preprocess.
+"""
+
+import argparse
+import logging
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from fairseq_struct.morph.corpus_io import (
+    LONG_WORD_CHARS,
+    CorpusError,
+    ParallelSplit,
+    atomic_write_json,
+    atomic_write_lines,
+    read_parallel,
+    split_paths,
+)
+from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, pieces_to_text
+from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("train", "valid", "test")
+MODES = ("bpe", "morph")
+MODEL_FILE = "spm.model"
+REPORT_FILE = "prepare_report.json"
+# How many distinct unseen characters the report lists per split.
+MAX_UNSEEN_LISTED = 200
+
+
+def _segment_turkish(lines: Sequence[str], workers: int) -> Tuple[List[str], Dict[str, object]]:
+    # Imported here: bpe mode must work without zemberek installed.
+    from fairseq_struct.morph.turkish import SegmentationStats, segment_lines
+
+    stats = SegmentationStats()
+    started = time.monotonic()
+    segmented = segment_lines(lines, workers=workers, stats=stats)
+    seconds = time.monotonic() - started
+    return segmented, {
+        **asdict(stats),
+        "seconds": round(seconds, 2),
+        "tokens_per_second": round(stats.tokens / seconds) if seconds > 0 else None,
+        "workers": workers,
+    }
+
+
+# Target languages with a morphological segmenter: lines and workers in, segmented lines and
+# statistics out. Inuktitut (Morfessor) plugs in here.
+SEGMENTERS: Dict[str, Callable[[Sequence[str], int], Tuple[List[str], Dict[str, object]]]] = {
+    "tr": _segment_turkish,
+}
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m fairseq_struct.morph.prepare",
+        description="Validate, (morphologically) segment and SentencePiece-encode a parallel "
+        "corpus for stock fairseq-preprocess.",
+    )
+    parser.add_argument("--src-lang", default="en", help="source language suffix (default: en)")
+    parser.add_argument("--tgt-lang", default="tr", help="target language suffix (default: tr)")
+    for split in SPLITS:
+        parser.add_argument(
+            f"--{split}",
+            required=True,
+            metavar="PREFIX",
+            help=f"{split} split: PREFIX.SRC_LANG and PREFIX.TGT_LANG, raw UTF-8, one sentence "
+            "a line",
+        )
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="morph",
+        help="bpe: SentencePiece only; morph: segment the target side into morphemes first "
+        "(default: morph)",
+    )
+    parser.add_argument("--vocab-size", type=int, default=8000, help="joint vocabulary size")
+    parser.add_argument(
+        "--model-type", choices=MODEL_TYPES, default="unigram", help="SentencePiece model type"
+    )
+    parser.add_argument(
+        "--keep-boundary-marks",
+        action="store_true",
+        help="keep the morpheme boundary mark as a token of its own (default: dropped; the "
+        "pieces still never cross a boundary)",
+    )
+    parser.add_argument("--out-dir", required=True, help="where the outputs are written")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes for segmentation and threads for encoding (default: 1)",
+    )
+    parser.add_argument(
+        "--spm-threads",
+        type=int,
+        default=1,
+        help="threads for SentencePiece training; the model depends on it, so keep it fixed to "
+        "reproduce a model (default: 1)",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="SentencePiece random seed")
+    args = parser.parse_args(argv)
+    if args.vocab_size < 1 or args.workers < 1 or args.spm_threads < 1:
+        parser.error("--vocab-size, --workers and --spm-threads must be positive")
+    if args.mode == "morph" and args.tgt_lang not in SEGMENTERS:
+        parser.error(
+            f"--mode morph has no segmenter for --tgt-lang {args.tgt_lang!r} "
+            f"(available: {', '.join(sorted(SEGMENTERS))}); use --mode bpe"
+        )
+    return args
+
+
+def prepare(args: argparse.Namespace) -> Dict[str, object]:
+    """Run all steps; returns the report that is also written to prepare_report.json."""
+    out_dir = Path(args.out_dir)
+    src, tgt = args.src_lang, args.tgt_lang
+    splits: Dict[str, ParallelSplit] = {}
+    for split in SPLITS:
+        source_path, target_path = split_paths(getattr(args, split), src, tgt)
+        splits[split] = read_parallel(source_path, target_path, split, split == "train")
+        logger.info("%s: %d pairs kept", split, splits[split].report.pairs_kept)
+
+    targets = {split: splits[split].target for split in SPLITS}
+    segmentation: Optional[Dict[str, object]] = None
+    if args.mode == "morph":
+        everything = [line for split in SPLITS for line in targets[split]]
+        logger.info("segmenting %d %s lines with %d worker(s)", len(everything), tgt, args.workers)
+        segmented, stats = SEGMENTERS[tgt](everything, args.workers)
+        segmentation = {**stats, **_word_split_counts(segmented)}
+        lines = iter(segmented)
+        targets = {split: [next(lines) for _ in targets[split]] for split in SPLITS}
+
+    logger.info("training SentencePiece (%s, vocabulary %d)", args.model_type, args.vocab_size)
+    model = SentencePieceModel.train(
+        splits["train"].source + targets["train"],
+        out_dir / MODEL_FILE,
+        vocab_size=args.vocab_size,
+        model_type=args.model_type,
+        num_threads=args.spm_threads,
+        seed=args.seed,
+        keep_boundary_marks=args.keep_boundary_marks,
+    )
+
+    split_reports = {}
+    for split in SPLITS:
+        sides = {src: splits[split].source, tgt: targets[split]}
+        raw = {src: splits[split].source, tgt: splits[split].target}
+        unseen = {}
+        for lang, lines in sides.items():
+            encoded = model.encode_lines(lines, num_threads=args.workers)
+            path = out_dir / f"{split}.sp.{lang}"
+            _check_round_trip(encoded, raw[lang], path)
+            atomic_write_lines(path, (" ".join(pieces) for pieces in encoded))
+            characters = "".join(model.unknown_characters(pieces) for pieces in encoded)
+            unseen[lang] = {
+                "count": len(characters),
+                "distinct": "".join(sorted(set(characters)))[:MAX_UNSEEN_LISTED],
+                "pieces": sum(len(pieces) for pieces in encoded),
+            }
+            if split != "train":
+                atomic_write_lines(out_dir / f"{split}.raw.{lang}", raw[lang])
+        split_reports[split] = {**asdict(splits[split].report), "encoded": unseen}
+
+    report = {
+        "mode": args.mode,
+        "source_lang": src,
+        "target_lang": tgt,
+        "sentencepiece": {
+            "model": str(out_dir / MODEL_FILE),
+            "model_type": args.model_type,
+            "vocab_size_requested": args.vocab_size,
+            "vocab_size": model.vocab_size,
+            "keep_boundary_marks": args.keep_boundary_marks,
+            "training_threads": args.spm_threads,
+            "seed": args.seed,
+        },
+        "splits": split_reports,
+        "segmentation": segmentation,
+    }
+    atomic_write_json(out_dir / REPORT_FILE, report)
+    return report
+
+
+def _word_split_counts(segmented: Sequence[str]) -> Dict[str, object]:
+    """Whitespace words, how many got split into more than one morpheme, and morphemes per word."""
+    words = split_words = boundaries = 0
+    for line in segmented:
+        for word in line.split(" "):
+            if word:
+                words += 1
+                marks = word.count(MORPHEME_BOUNDARY)
+                boundaries += marks
+                split_words += marks > 0
+    return {
+        "words": words,
+        "split_words": split_words,
+        "split_word_share": round(split_words / words, 4) if words else 0.0,
+        "morphemes_per_word": round((words + boundaries) / words, 4) if words else 0.0,
+    }
+
+
+def _check_round_trip(encoded: Sequence[List[str]], raw: Sequence[str], path: Path) -> None:
+    for number, (pieces, line) in enumerate(zip(encoded, raw), start=1):
+        if pieces_to_text(pieces) != line:
+            raise RuntimeError(
+                f"{path}:{number}: the pieces do not spell the raw line again: "
+                f"{pieces_to_text(pieces)!r} != {line!r}"
+            )
+
+
+def format_summary(report: Dict[str, object]) -> str:
+    """A few readable lines: what was kept and dropped, unseen characters, segmentation."""
+    lines = []
+    piece_model = report["sentencepiece"]
+    lines.append(
+        f"mode {report['mode']}: SentencePiece {piece_model['model_type']} with "
+        f"{piece_model['vocab_size']} pieces (asked for {piece_model['vocab_size_requested']}), "
+        f"boundary marks {'kept' if piece_model['keep_boundary_marks'] else 'dropped'}"
+    )
+    for split, split_report in report["splits"].items():
+        dropped = split_report["pairs_read"] - split_report["pairs_kept"]
+        reasons = ", ".join(f"{n} {kind}" for kind, n in split_report["dropped_by_reason"].items())
+        lines.append(
+            f"{split}: {split_report['pairs_kept']} pairs kept, {dropped} dropped"
+            + (f" ({reasons})" if reasons else "")
+            + f", {split_report['long_words']} words over {LONG_WORD_CHARS} characters"
+        )
+        for lang, encoded in split_report["encoded"].items():
+            if encoded["count"]:
+                lines.append(
+                    f"  {lang}: {encoded['count']} characters unseen in training "
+                    f"({encoded['distinct']!r}), encoded as <unk> by fairseq"
+                )
+    segmentation = report["segmentation"]
+    if segmentation is not None:
+        lines.append(
+            f"segmentation: {segmentation['tokens']} tokens in {segmentation['seconds']} s "
+            f"({segmentation['tokens_per_second']} tokens/s, {segmentation['workers']} "
+            f"worker(s)); {segmentation['split_word_share']:.1%} of {segmentation['words']} "
+            f"words split, {segmentation['morphemes_per_word']} morphemes per word"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    # force: importing fairseq (through fairseq_struct) already set the root logger to DEBUG.
+    logging.basicConfig(
+        format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+        level=logging.INFO,
+        stream=sys.stderr,
+        force=True,
+    )
+    try:
+        report = prepare(args)
+    except CorpusError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(format_summary(report))
+    print(f"report: {Path(args.out_dir) / REPORT_FILE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

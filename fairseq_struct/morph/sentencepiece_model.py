@@ -1,0 +1,133 @@
+"""One joint SentencePiece model over source and target text (SPEC section 3).
+
+Training settings, and why:
+- identity normalisation, no removal of extra whitespace, no byte fallback: the pieces spell
+  the input exactly, so `pieces_to_text(encode(line)) == line` (the unsegmented line);
+- character coverage 1.0: every character of the training text gets a piece of its own;
+- MORPHEME_BOUNDARY is a user-defined symbol. SentencePiece extracts a user-defined symbol as
+  one piece in any context, at training time and at encoding time (doc/special_symbols.md), so
+  no other piece can contain it and no piece ever spans a morpheme boundary; encoding a whole
+  segmented line is therefore the same as encoding it morpheme by morpheme. `encode` still
+  checks every piece, so a SentencePiece version that behaved otherwise would fail loudly;
+- `hard_vocab_limit=False`: a small corpus gets a smaller vocabulary instead of an error;
+- `max_sentence_length` above the longest training line: SentencePiece would otherwise skip
+  longer lines without telling the caller;
+- all lines are used (no sampling, no shuffling) and the random seed is fixed, so training is
+  deterministic for a given `num_threads` (a different thread count gives a different model).
+
+Characters never seen in training come out as pieces of their own surface text (the processor
+is used with `out_type=str`), which fairseq's dictionary maps to `<unk>`; `unknown_characters`
+counts them for the report.
+
+Boundary marks in the token sequence: dropped by default (`keep_boundary_marks=False`).
+The pieces already end at every morpheme boundary, and `pieces_to_text` gives the same text
+with or without the marks, so keeping them adds one token per boundary (a third more Turkish
+tokens in morph mode) for no information a decoder needs to restore the words. Dropping them
+also keeps bpe and morph data comparable: the two modes differ only in where words are cut,
+not in an extra, very frequent and easy-to-predict token that would flatter morph mode's
+token-level loss. Keep them to let a model see morpheme boundaries explicitly.
+"""
+
+import io
+from pathlib import Path
+from typing import Iterable, List, Sequence, Union
+
+from fairseq_struct.morph.corpus_io import atomic_write_bytes
+from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, pieces_to_text
+
+MODEL_TYPES = ("unigram", "bpe")
+
+
+def _sentencepiece():
+    try:
+        import sentencepiece
+    except ImportError as error:
+        raise ImportError(
+            f"fairseq_struct.morph needs the sentencepiece package (pip install sentencepiece): "
+            f"{error}"
+        ) from error
+    return sentencepiece
+
+
+class SentencePieceModel:
+    """A trained SentencePiece model that encodes plain or segmented lines into pieces."""
+
+    def __init__(self, model_path: Union[str, Path], keep_boundary_marks: bool = False) -> None:
+        self.model_path = Path(model_path)
+        self.keep_boundary_marks = keep_boundary_marks
+        self.processor = _sentencepiece().SentencePieceProcessor(model_file=str(model_path))
+        self.vocabulary = frozenset(
+            self.processor.id_to_piece(index) for index in range(self.processor.get_piece_size())
+        )
+
+    @classmethod
+    def train(
+        cls,
+        lines: Sequence[str],
+        model_path: Union[str, Path],
+        vocab_size: int = 8000,
+        model_type: str = "unigram",
+        num_threads: int = 1,
+        seed: int = 1,
+        keep_boundary_marks: bool = False,
+    ) -> "SentencePieceModel":
+        """Train on `lines` (source and target training text together) and save to `model_path`."""
+        if model_type not in MODEL_TYPES:
+            raise ValueError(f"model_type must be one of {MODEL_TYPES}, not {model_type!r}")
+        sentencepiece = _sentencepiece()
+        longest = max((len(line.encode("utf-8")) for line in lines), default=0)
+        model = io.BytesIO()
+        sentencepiece.set_random_generator_seed(seed)
+        try:
+            sentencepiece.SentencePieceTrainer.train(
+                sentence_iterator=iter(lines),
+                model_writer=model,
+                vocab_size=vocab_size,
+                model_type=model_type,
+                hard_vocab_limit=False,
+                character_coverage=1.0,
+                normalization_rule_name="identity",
+                remove_extra_whitespaces=False,
+                byte_fallback=False,
+                user_defined_symbols=[MORPHEME_BOUNDARY],
+                max_sentence_length=max(longest + 1, 4192),
+                input_sentence_size=0,
+                shuffle_input_sentence=False,
+                num_threads=num_threads,
+                minloglevel=2,
+            )
+        except RuntimeError as error:
+            raise ValueError(f"SentencePiece training for {model_path} failed: {error}") from error
+        atomic_write_bytes(model_path, model.getvalue())
+        return cls(model_path, keep_boundary_marks)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.processor.get_piece_size()
+
+    def encode(self, line: str) -> List[str]:
+        """The pieces of one line, plain or segmented (morphemes joined by MORPHEME_BOUNDARY)."""
+        return self.encode_lines([line])[0]
+
+    def encode_lines(self, lines: Sequence[str], num_threads: int = 1) -> List[List[str]]:
+        """The pieces of every line, in order."""
+        encoded = self.processor.encode(list(lines), out_type=str, num_threads=num_threads)
+        for pieces in encoded:
+            for piece in pieces:
+                if MORPHEME_BOUNDARY in piece and piece != MORPHEME_BOUNDARY:
+                    raise RuntimeError(
+                        f"SentencePiece returned the piece {piece!r}, which spans a morpheme "
+                        f"boundary, with the model {self.model_path}"
+                    )
+        if self.keep_boundary_marks:
+            return encoded
+        return [[piece for piece in pieces if piece != MORPHEME_BOUNDARY] for pieces in encoded]
+
+    @staticmethod
+    def decode(pieces: Union[str, Iterable[str]]) -> str:
+        """The original line: pieces joined, word-start marks to spaces, boundary marks removed."""
+        return pieces_to_text(pieces)
+
+    def unknown_characters(self, pieces: Iterable[str]) -> str:
+        """The characters of `pieces` that the model never saw in training, in order."""
+        return "".join(piece for piece in pieces if piece not in self.vocabulary)

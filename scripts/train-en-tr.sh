@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Train an English→Turkish (or English→Inuktitut) model with the stock fairseq-train.
+#
+#   scripts/train-en-tr.sh --data data-bin/en-tr-morph --save-dir checkpoints/tpt [options] [-- extra fairseq-train args]
+#
+# Profiles:
+#   paper  the paper's settings (Soulos et al., supplementary §1): tp_transformer_base,
+#          Adafactor with an external --lr and inverse square-root decay, 80 sentences per
+#          GPU, dropout 0.1; BLEU on the validation set picks the best checkpoint and stops
+#          training after --patience validations without improvement.
+#   cpu    a small-CPU variant: tp_transformer_tiny, larger learning rate, short warm-up,
+#          token-based batches; what the demo runs.
+# Options:
+#   --arch NAME          override the profile's architecture (e.g. transformer_relpos_base)
+#   --max-update N       stop after N updates (paper profile: until early stopping)
+#   --lr LR              peak learning rate
+#   --gpus N             start N processes with torchrun (one per GPU; with --cpu, N CPU workers)
+#   --cpu                train on the CPU
+set -euo pipefail
+
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+
+REPO="$(cd "$(dirname "$0")/.." && pwd)"
+if [[ -x "$REPO/.venv/bin/python" ]]; then BIN="$REPO/.venv/bin/"; else BIN=""; fi
+USER_DIR="$("${BIN}python" -c 'import fairseq_struct, os; print(os.path.dirname(fairseq_struct.__file__))' 2>/dev/null)"
+
+DATA="" SAVE_DIR="" PROFILE="paper" ARCH="" MAX_UPDATE="" LR="" GPUS=1 CPU=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --data) DATA="$2"; shift 2 ;;
+    --save-dir) SAVE_DIR="$2"; shift 2 ;;
+    --profile) PROFILE="$2"; shift 2 ;;
+    --arch) ARCH="$2"; shift 2 ;;
+    --max-update) MAX_UPDATE="$2"; shift 2 ;;
+    --lr) LR="$2"; shift 2 ;;
+    --gpus) GPUS="$2"; shift 2 ;;
+    --cpu) CPU=1; shift ;;
+    -h|--help) usage 0 ;;
+    --) shift; break ;;
+    *) echo "train-en-tr.sh: unknown option '$1'" >&2; usage 2 ;;
+  esac
+done
+[[ -n "$DATA" && -n "$SAVE_DIR" ]] || { echo "train-en-tr.sh: --data and --save-dir are required" >&2; usage 2; }
+[[ -f "$DATA/dict.en.txt" ]] || { echo "train-en-tr.sh: $DATA has no dict.en.txt; run scripts/prepare-en-tr.sh first" >&2; exit 2; }
+
+case "$PROFILE" in
+  paper)
+    PROFILE_ARGS=(--arch "${ARCH:-tp_transformer_base}" --batch-size 80
+      --lr "${LR:-0.001}" --warmup-updates 4000 --patience 10
+      --validate-interval-updates 2000 --save-interval-updates 2000 --keep-interval-updates 2
+      --eval-bleu-args '{"beam": 5, "max_len_a": 1.2, "max_len_b": 10}') ;;
+  cpu)
+    PROFILE_ARGS=(--arch "${ARCH:-tp_transformer_tiny}" --max-tokens 4096
+      --lr "${LR:-0.003}" --warmup-updates 300
+      --validate-interval-updates 500 --save-interval-updates 500 --keep-interval-updates 1
+      --eval-bleu-args '{"beam": 1, "max_len_a": 1.2, "max_len_b": 10}') ;;
+  *) echo "train-en-tr.sh: unknown profile '$PROFILE' (paper|cpu)" >&2; exit 2 ;;
+esac
+[[ -n "$MAX_UPDATE" ]] && PROFILE_ARGS+=(--max-update "$MAX_UPDATE")
+[[ "$CPU" == 1 ]] && PROFILE_ARGS+=(--cpu --distributed-backend gloo)
+
+TRAIN=("${BIN}fairseq-train")
+if [[ "$GPUS" -gt 1 ]]; then TRAIN=("${BIN}torchrun" --nproc_per_node "$GPUS" "$(command -v "${BIN}fairseq-train")"); fi
+
+set -x
+"${TRAIN[@]}" "$DATA" \
+  --user-dir "$USER_DIR" --task translation_morph --source-lang en --target-lang "$(ls "$DATA"/dict.*.txt | grep -v dict.en.txt | head -1 | sed 's/.*dict\.\(.*\)\.txt/\1/')" \
+  --share-all-embeddings \
+  --optimizer adafactor --lr-scheduler inverse_sqrt \
+  --dropout 0.1 \
+  --criterion label_smoothed_cross_entropy --label-smoothing 0.1 \
+  --eval-bleu --best-checkpoint-metric bleu --maximize-best-checkpoint-metric \
+  --save-dir "$SAVE_DIR" --no-epoch-checkpoints \
+  --log-format simple --log-interval 50 \
+  "${PROFILE_ARGS[@]}" "$@"
