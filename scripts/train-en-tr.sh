@@ -52,6 +52,7 @@ case "$PROFILE" in
   cpu)
     PROFILE_ARGS=(--arch "${ARCH:-tp_transformer_tiny}" --max-tokens 4096
       --lr "${LR:-0.003}" --warmup-updates 300
+      --validate-interval 1000 --save-interval 1000
       --validate-interval-updates 500 --save-interval-updates 500 --keep-interval-updates 1
       --eval-bleu-args '{"beam": 1, "max_len_a": 1.2, "max_len_b": 10}') ;;
   *) echo "train-en-tr.sh: unknown profile '$PROFILE' (paper|cpu)" >&2; exit 2 ;;

@@ -4,14 +4,14 @@ Every line must survive the whole pipeline unchanged (segmentation, SentencePiec
 fairseq-preprocess, `pieces_to_text`), so a line is rejected when it holds something that some
 stage would silently change:
 
-| problem | why | train | valid / test |
+| problem | why | train | valid, test |
 |---|---|---|---|
 | files of different length | pairs would be misaligned | error | error |
 | invalid UTF-8 | nothing downstream can read it | error | error |
-| U+FFED or U+2581 | reserved marks: morpheme boundary, SentencePiece word start | error | error |
-| empty line | nothing to translate or to score against | pair dropped | error |
-| whitespace other than U+0020 (tab, NBSP, CR, ...) | fairseq-preprocess splits pieces on it | pair dropped | error |
-| leading or trailing space | SentencePiece decoding cannot restore it | pair dropped | error |
+| U+FFED or U+2581 | reserved marks (morpheme boundary, word start) | error | error |
+| empty line | nothing to translate or to score against | dropped | error |
+| whitespace but U+0020 (tab, NBSP, CR) | fairseq-preprocess splits pieces on it | dropped | error |
+| leading or trailing space | SentencePiece decoding cannot restore it | dropped | error |
 
 Dropping a pair keeps training possible on a noisy crawl; valid and test references must stay
 aligned with the sources and with other systems' outputs, so there a problem stops the run.

@@ -143,19 +143,21 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         splits[split] = read_parallel(source_path, target_path, split, split == "train")
         logger.info("%s: %d pairs kept", split, splits[split].report.pairs_kept)
 
-    targets = {split: splits[split].target for split in SPLITS}
+    # What SentencePiece sees: the source as it is, the target segmented in morph mode.
+    texts = {split: {src: splits[split].source, tgt: splits[split].target} for split in SPLITS}
     segmentation: Optional[Dict[str, object]] = None
     if args.mode == "morph":
-        everything = [line for split in SPLITS for line in targets[split]]
+        everything = [line for split in SPLITS for line in splits[split].target]
         logger.info("segmenting %d %s lines with %d worker(s)", len(everything), tgt, args.workers)
         segmented, stats = SEGMENTERS[tgt](everything, args.workers)
         segmentation = {**stats, **_word_split_counts(segmented)}
         lines = iter(segmented)
-        targets = {split: [next(lines) for _ in targets[split]] for split in SPLITS}
+        for split in SPLITS:
+            texts[split][tgt] = [next(lines) for _ in splits[split].target]
 
     logger.info("training SentencePiece (%s, vocabulary %d)", args.model_type, args.vocab_size)
     model = SentencePieceModel.train(
-        splits["train"].source + targets["train"],
+        texts["train"][src] + texts["train"][tgt],
         out_dir / MODEL_FILE,
         vocab_size=args.vocab_size,
         model_type=args.model_type,
@@ -164,25 +166,18 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         keep_boundary_marks=args.keep_boundary_marks,
     )
 
-    split_reports = {}
+    encoded: Dict[str, Dict[str, List[List[str]]]] = {}
     for split in SPLITS:
-        sides = {src: splits[split].source, tgt: targets[split]}
         raw = {src: splits[split].source, tgt: splits[split].target}
-        unseen = {}
-        for lang, lines in sides.items():
-            encoded = model.encode_lines(lines, num_threads=args.workers)
+        encoded[split] = {}
+        for lang, lines in texts[split].items():
+            pieces = model.encode_lines(lines, num_threads=args.workers)
             path = out_dir / f"{split}.sp.{lang}"
-            _check_round_trip(encoded, raw[lang], path)
-            atomic_write_lines(path, (" ".join(pieces) for pieces in encoded))
-            characters = "".join(model.unknown_characters(pieces) for pieces in encoded)
-            unseen[lang] = {
-                "count": len(characters),
-                "distinct": "".join(sorted(set(characters)))[:MAX_UNSEEN_LISTED],
-                "pieces": sum(len(pieces) for pieces in encoded),
-            }
+            _check_round_trip(pieces, raw[lang], path)
+            atomic_write_lines(path, (" ".join(line_pieces) for line_pieces in pieces))
             if split != "train":
                 atomic_write_lines(out_dir / f"{split}.raw.{lang}", raw[lang])
-        split_reports[split] = {**asdict(splits[split].report), "encoded": unseen}
+            encoded[split][lang] = pieces
 
     report = {
         "mode": args.mode,
@@ -197,11 +192,35 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
             "training_threads": args.spm_threads,
             "seed": args.seed,
         },
-        "splits": split_reports,
+        "splits": {
+            split: {**asdict(splits[split].report), "encoded": _piece_counts(model, encoded, split)}
+            for split in SPLITS
+        },
         "segmentation": segmentation,
     }
     atomic_write_json(out_dir / REPORT_FILE, report)
     return report
+
+
+def _piece_counts(
+    model: SentencePieceModel, encoded: Dict[str, Dict[str, List[List[str]]]], split: str
+) -> Dict[str, Dict[str, object]]:
+    """Per language: pieces, pieces fairseq will map to <unk>, characters never seen in training."""
+    # fairseq-preprocess --joined-dictionary maps every piece missing from the training text to
+    # <unk>: unseen characters, and pieces of the vocabulary that the training text never used.
+    train_pieces = {piece for side in encoded["train"].values() for line in side for piece in line}
+    counts = {}
+    for lang, pieces in encoded[split].items():
+        unseen = "".join(model.unknown_characters(line_pieces) for line_pieces in pieces)
+        counts[lang] = {
+            "pieces": sum(len(line_pieces) for line_pieces in pieces),
+            "pieces_not_in_train": sum(
+                piece not in train_pieces for line_pieces in pieces for piece in line_pieces
+            ),
+            "unseen_characters": len(unseen),
+            "unseen_character_set": "".join(sorted(set(unseen)))[:MAX_UNSEEN_LISTED],
+        }
+    return counts
 
 
 def _word_split_counts(segmented: Sequence[str]) -> Dict[str, object]:
@@ -248,11 +267,14 @@ def format_summary(report: Dict[str, object]) -> str:
             + (f" ({reasons})" if reasons else "")
             + f", {split_report['long_words']} words over {LONG_WORD_CHARS} characters"
         )
-        for lang, encoded in split_report["encoded"].items():
-            if encoded["count"]:
+        for lang, counts in split_report["encoded"].items():
+            if counts["pieces_not_in_train"]:
+                unseen = counts["unseen_characters"]
                 lines.append(
-                    f"  {lang}: {encoded['count']} characters unseen in training "
-                    f"({encoded['distinct']!r}), encoded as <unk> by fairseq"
+                    f"  {lang}: {counts['pieces_not_in_train']} of {counts['pieces']} pieces "
+                    "not in the training text (<unk> for fairseq)"
+                    + (f"; {unseen} never-seen characters {counts['unseen_character_set']!r}"
+                       if unseen else "")
                 )
     segmentation = report["segmentation"]
     if segmentation is not None:

@@ -12,7 +12,7 @@ apostrophes removed), so the segmenter cuts the *original* characters where the 
 and keeps a token whole when the surfaces do not spell it. An apostrophe before a suffix goes
 with the suffix. Nothing but boundary marks is ever added: removing them gives the input back.
 
-Speed (the reference runs at about 100 tokens/s), with identical output:
+Speed (Zemberek's per-sentence path runs at about 100 tokens/s here), with identical output:
 - whitespace-separated chunks are tokenized and analysed once per distinct chunk (Zemberek's
   ANTLR lexer never lets a token span a space, so a line's tokens are its chunks' tokens);
 - when no token of a line has candidate analyses that differ in their segmentation, the
@@ -24,12 +24,12 @@ Speed (the reference runs at about 100 tokens/s), with identical output:
 import logging
 import multiprocessing
 import struct
-import sys
 import time
 import warnings
 from dataclasses import dataclass
-from operator import attrgetter
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 
@@ -75,7 +75,7 @@ def import_zemberek() -> Any:
 
 
 def load_morphology() -> Any:
-    """Build Zemberek's `TurkishMorphology` (about 10 s); it cannot be pickled, build it per process."""
+    """Build Zemberek's `TurkishMorphology` (about 10 s); it cannot be pickled: one per process."""
     return import_zemberek().TurkishMorphology.create_with_defaults()
 
 
@@ -100,6 +100,10 @@ class _Chunk:
     text: str
     tokens: Tuple[_Token, ...]
     segmented: Optional[str]  # None when a token's segmentation depends on the disambiguator
+
+    @property
+    def starts(self) -> List[int]:
+        return [token.start for token in self.tokens]
 
 
 @dataclass
@@ -130,11 +134,11 @@ class _PerceptronWeights:
         lookup = model.lookup  # CompressedWeights -> LossyIntLookup
         self._data = lookup.data
         self._levels = [
-            (level.key_amount, level.bucket_amount, level.bucket_hash_seed_values, level.failed_indexes)
+            (level.key_amount, level.bucket_amount, level.bucket_hash_seed_values)
             for level in lookup.mphf.hash_level_data
         ]
-        self._cache: Dict[str, Any] = {}
-        self._float32 = type(model.get_("4:"))  # numpy.float32, the type Zemberek returns
+        self._failed_indexes = [level.failed_indexes for level in lookup.mphf.hash_level_data]
+        self._cache: Dict[str, np.float32] = {}
 
     def _hash(self, key: str, seed: int) -> int:  # MultiLevelMphf.hash_for_str
         value = seed if seed > 0 else self._FNV_OFFSET
@@ -144,15 +148,15 @@ class _PerceptronWeights:
 
     def _index(self, key: str) -> int:  # MultiLevelMphf.get_for_str
         initial = self._hash(key, -1)
-        for level, (key_amount, bucket_amount, seeds, _) in enumerate(self._levels):
+        for level, (key_amount, bucket_amount, seeds) in enumerate(self._levels):
             seed = seeds[initial % bucket_amount] & 0xFF
             if seed != 0:
                 if level == 0:
                     return self._hash(key, seed) % key_amount
-                return int(self._levels[level - 1][3][self._hash(key, seed) % key_amount])
+                return int(self._failed_indexes[level - 1][self._hash(key, seed) % key_amount])
         raise AssertionError(f"Zemberek's perfect hash has no level for {key!r}")
 
-    def __call__(self, feature: str) -> Any:
+    def __call__(self, feature: str) -> np.float32:
         weight = self._cache.get(feature)
         if weight is None:
             fingerprint = 0  # LossyIntLookup.get_fingerprint: Java's String.hashCode, 27 bits
@@ -160,7 +164,7 @@ class _PerceptronWeights:
                 fingerprint = (31 * fingerprint + ord(char)) & 0xFFFFFFFF
             index = self._index(feature) * 2
             bits = int(self._data[index + 1]) if fingerprint & 0x7FFFFFF == self._data[index] else 0
-            weight = self._float32(struct.unpack(">f", struct.pack(">i", bits))[0])
+            weight = np.float32(struct.unpack(">f", struct.pack(">i", bits))[0])
             if len(self._cache) >= _MAX_CACHE_ENTRIES:
                 self._cache.clear()
             self._cache[feature] = weight
@@ -178,12 +182,11 @@ class _FastDecoder:
 
     def __init__(self, resolver: Any) -> None:
         self.weight = _PerceptronWeights(resolver.decoder.model)
-        self._float32 = self.weight._float32
         self._word_data = type(resolver).WordData.from_analysis
         self._begin = type(resolver).sentence_begin
         self._end = type(resolver).sentence_end
         self._words: Dict[Any, Tuple[str, Tuple[str, ...], str, str, str]] = {}
-        self._trigram_scores: Dict[Tuple[Any, Any, Any], Any] = {}
+        self._trigram_scores: Dict[Tuple[Any, Any, Any], np.float32] = {}
 
     def _word(self, analysis: Any) -> Tuple[str, Tuple[str, ...], str, str, str]:
         """(lemma, inflectional groups, "lemma+igs", last group, "22:" feature) of an analysis."""
@@ -228,16 +231,15 @@ class _FastDecoder:
         features[groups3] = features.get(groups3, 0) + 1
         return features
 
-    def _trigram_score(self, first: Any, second: Any, third: Any) -> Any:
+    def _trigram_score(self, first: Any, second: Any, third: Any) -> np.float32:
         key = (first, second, third)
         score = self._trigram_scores.get(key)
         if score is None:
-            float32 = self._float32
-            score = float32(0)
+            score = np.float32(0)
             for feature, count in self._features(first, second, third).items():
                 weight = self.weight(feature)
                 # weight * 1 is exact, so the float32 product only matters for repeated features
-                score += weight if count == 1 else float32(weight * float32(count))
+                score += weight if count == 1 else np.float32(weight * np.float32(count))
             if len(self._trigram_scores) >= _MAX_CACHE_ENTRIES:
                 self._trigram_scores.clear()
             self._trigram_scores[key] = score
@@ -245,17 +247,16 @@ class _FastDecoder:
 
     def best_path(self, sentence: Sequence[Sequence[Any]]) -> List[Any]:
         """The best analysis of every token, given each token's candidate analyses."""
-        float32 = self._float32
         # A hypothesis is [previous analysis, current analysis, back pointer, score].
         current: Dict[Tuple[Any, Any], list] = {
-            (self._begin, self._begin): [self._begin, self._begin, None, float32(0)]
+            (self._begin, self._begin): [self._begin, self._begin, None, np.float32(0)]
         }
         for candidates in sentence:
             following: Dict[Tuple[Any, Any], list] = {}
             for analysis in candidates:
                 for hypothesis in current.values():
                     prev, cur, _, score = hypothesis
-                    score = float32(score + self._trigram_score(prev, cur, analysis))
+                    score = np.float32(score + self._trigram_score(prev, cur, analysis))
                     key = (cur, analysis)
                     found = following.get(key)
                     if found is None or score > found[3]:
@@ -294,7 +295,7 @@ class TurkishSegmenter:
         self._decoder = _FastDecoder(self.morphology.ambiguity_resolver)
         self._chunks: Dict[str, _Chunk] = {}
         self._candidates: Dict[Tuple[str, Any], Tuple[Any, ...]] = {}
-        self._folded: Dict[str, str] = {}
+        self._spellings_of: Dict[str, FrozenSet[str]] = {}
 
     # -- the fast path ------------------------------------------------------------------------
 
@@ -315,7 +316,7 @@ class TurkishSegmenter:
         segmented = []
         for chunk in chunks:
             cuts = [token.cuts[_index_of(token.candidates, next(best))] for token in chunk.tokens]
-            segmented.append(_insert_boundaries(chunk.text, chunk.tokens, cuts))
+            segmented.append(_insert_boundaries(chunk.text, chunk.starts, cuts))
         return " ".join(segmented), tokens, True
 
     def _chunk(self, text: str) -> _Chunk:
@@ -334,7 +335,8 @@ class TurkishSegmenter:
             tokens.append(_Token(start, end, candidates, cuts))
         if any(token.ambiguous for token in tokens):
             return _Chunk(text, tuple(tokens), None)
-        segmented = _insert_boundaries(text, tokens, [token.cuts[0] for token in tokens])
+        starts = [token.start for token in tokens]
+        segmented = _insert_boundaries(text, starts, [token.cuts[0] for token in tokens])
         return _Chunk(text, tuple(tokens), segmented)
 
     def _tokenize(self, text: str) -> Iterator[Tuple[str, Any, int, int]]:
@@ -345,7 +347,7 @@ class TurkishSegmenter:
             yield token.content, token.type_, starts[token.start], starts[token.end + 1]
 
     def _candidates_of(self, content: str, type_: Any) -> Tuple[Any, ...]:
-        """The analyses the disambiguator chooses from, as `PerceptronAmbiguityResolver` builds them."""
+        """The analyses the disambiguator chooses from (as `PerceptronAmbiguityResolver` does)."""
         key = (content, type_)
         candidates = self._candidates.get(key)
         if candidates is None:
@@ -373,14 +375,13 @@ class TurkishSegmenter:
             return line
         best = self.morphology.analyze_and_disambiguate(line).best_analysis()
         assert len(best) == len(tokens), "Zemberek tokenized the line differently"
-        spans = [_Token(start, end, (), ()) for _, _, start, end in tokens]
         cuts = [self._cuts(line[start:end], a) for (_, _, start, end), a in zip(tokens, best)]
-        return _insert_boundaries(line, spans, cuts)
+        return _insert_boundaries(line, [start for _, _, start, _ in tokens], cuts)
 
     # -- matching morpheme surfaces to the original characters --------------------------------
 
     def _cuts(self, text: str, analysis: Any) -> MorphemeCuts:
-        """Where the morphemes of `analysis` start in the original `text`; () if it does not match."""
+        """Where the morphemes of `analysis` start in the original `text`; () if they differ."""
         surfaces = [m.surface for m in analysis.morpheme_data_list if m.surface]
         if len(surfaces) < 2:
             return ()
@@ -389,7 +390,7 @@ class TurkishSegmenter:
         matched_end = 0  # end of the characters matched so far
         for index, surface in enumerate(surfaces):
             for offset, char in enumerate(surface):
-                while position < len(text) and self._fold(text[position]) != char:
+                while position < len(text) and char not in self._spellings(text[position]):
                     if text[position] not in _DROPPED_BY_ZEMBEREK:
                         return ()
                     position += 1
@@ -406,14 +407,18 @@ class TurkishSegmenter:
             return ()
         return tuple(cuts)
 
-    def _fold(self, char: str) -> str:
-        """`char` as Zemberek normalises it for analysis (see `normalize_for_analysis`)."""
-        folded = self._folded.get(char)
-        if folded is None:
-            folded = char.translate(self._alphabet.lower_map).lower()
-            folded = self._alphabet.normalize_circumflex(folded)
-            folded = self._folded[char] = self._normalize_apostrophes(folded)
-        return folded
+    def _spellings(self, char: str) -> FrozenSet[str]:
+        """How a surface may write the original `char`: as is, lower-cased, or fully normalised.
+
+        Surfaces are mostly normalised ("istanbul" for "İstanbul", "kağıt" for "kâğıt") but some
+        keep a circumflex ("emevîler" for "Emevîler'in"), and numbers keep their digits as is.
+        """
+        spellings = self._spellings_of.get(char)
+        if spellings is None:
+            lower = char.translate(self._alphabet.lower_map).lower()
+            normalised = self._normalize_apostrophes(self._alphabet.normalize_circumflex(lower))
+            spellings = self._spellings_of[char] = frozenset((char, lower, normalised))
+        return spellings
 
 
 def _check_line(line: str) -> None:
@@ -449,8 +454,9 @@ def _index_of(candidates: Tuple[Any, ...], analysis: Any) -> int:
     raise AssertionError("the decoder returned an analysis that is not a candidate")
 
 
-def _insert_boundaries(text: str, tokens: Sequence[_Token], cuts: Sequence[MorphemeCuts]) -> str:
-    positions = [token.start + cut for token, token_cuts in zip(tokens, cuts) for cut in token_cuts]
+def _insert_boundaries(text: str, starts: Sequence[int], cuts: Sequence[MorphemeCuts]) -> str:
+    """`text` with MORPHEME_BOUNDARY at the cuts of the tokens that start at `starts`."""
+    positions = [start + cut for start, token_cuts in zip(starts, cuts) for cut in token_cuts]
     if not positions:
         return text
     pieces, previous = [], 0
@@ -484,32 +490,31 @@ def segment_lines(
 ) -> List[str]:
     """Segment `lines` in order, over `workers` processes, adding to `stats` if given.
 
-    Each worker builds its own Zemberek (about 10 s; it cannot be pickled) unless it was forked
-    from a process that had already built the shared segmenter.
+    The shared segmenter is built first, so that forked workers inherit it instead of building
+    Zemberek again; where processes are spawned, each worker builds its own.
     """
     stats = SegmentationStats() if stats is None else stats
-    if workers <= 1 or len(lines) < 1000:
-        results: Iterable[Tuple[str, int, bool]] = map(shared_segmenter()._segment, lines)
-        pool = None
-    else:
-        pool = multiprocessing.Pool(workers)
+    segmenter = shared_segmenter()
+    if workers <= 1:
+        return _collect(map(segmenter._segment, lines), len(lines), stats, log_every_s)
+    with multiprocessing.Pool(workers) as pool:
         results = pool.imap(_segment_in_worker, lines, chunksize=256)
+        return _collect(results, len(lines), stats, log_every_s)
+
+
+def _collect(
+    results: Iterable[Tuple[str, int, bool]],
+    total: int,
+    stats: SegmentationStats,
+    log_every_s: float,
+) -> List[str]:
     segmented: List[str] = []
     started = last_log = time.monotonic()
-    try:
-        for text, tokens, disambiguated in results:
-            segmented.append(text)
-            stats.add(SegmentationStats(1, tokens, int(disambiguated)))
-            if time.monotonic() - last_log >= log_every_s:
-                last_log = time.monotonic()
-                logger.info(
-                    "segmented %d/%d lines, %.0f tokens/s",
-                    len(segmented),
-                    len(lines),
-                    stats.tokens / (last_log - started),
-                )
-    finally:
-        if pool is not None:
-            pool.close()
-            pool.join()
+    for text, tokens, disambiguated in results:
+        segmented.append(text)
+        stats.add(SegmentationStats(1, tokens, int(disambiguated)))
+        if time.monotonic() - last_log >= log_every_s:
+            last_log = time.monotonic()
+            rate = stats.tokens / (last_log - started)
+            logger.info("segmented %d/%d lines, %.0f tokens/s", len(segmented), total, rate)
     return segmented

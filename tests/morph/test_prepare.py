@@ -1,0 +1,162 @@
+"""prepare: raw parallel text -> pieces that stock fairseq-preprocess binarizes (SPEC 3)."""
+
+import json
+import subprocess
+
+import pytest
+from conftest import REPO_ROOT, run_tool, venv_tool
+
+from fairseq_struct.morph import prepare
+from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
+from fairseq_struct.morph.markers import WORD_START, pieces_to_text
+
+PAIRS = [
+    ("We could not see them.", "Göremediklerimizden biri oydu."),
+    ("She lives in Istanbul.", "İstanbul'da yaşıyor."),
+    ("The children read books.", "Çocuklar kitap okudular."),
+    ("I will never forget 2013.", "2013 yılını asla unutmayacağım."),
+    ("According to Dan, Linda left.", "Dan'a göre, Linda gitti."),
+    ("A cat sat on the chair.", "Sandalyeye bir kedi oturdu."),
+    ("How much money do you have?", "Ne kadar paran var?"),
+    ("Our houses are big.", "Evlerimiz büyük."),
+    ("They came from school.", "Okuldan geldiler."),
+    ("Visit www.example.com now!", "Hemen www.example.com adresine bakın!"),
+    ("The teachers are in the garden.", "Öğretmenler bahçede."),
+    ("I am reading a newspaper.", "Gazete okuyorum."),
+]
+
+pytestmark = pytest.mark.filterwarnings("ignore:notifyAll:DeprecationWarning")  # in zemberek
+
+
+def make_corpus(directory):
+    """A few hundred real sentence pairs, with two bad train pairs that must be dropped."""
+    splits = {
+        "train": [(f"{i}. {en}", f"{i}. {tr}") for i in range(25) for en, tr in PAIRS],
+        "valid": [(f"{en} ({i})", f"{tr} ({i})") for i in range(3) for en, tr in PAIRS],
+        "test": [(f"{i}: {en}", f"{i}: {tr}") for i in range(3) for en, tr in PAIRS],
+    }
+    splits["train"] += [("An empty target.", ""), ("A\ttab.", "Bir sekme.")]
+    for split, pairs in splits.items():
+        for side, lang in enumerate(("en", "tr")):
+            text = "".join(pair[side] + "\n" for pair in pairs)
+            (directory / f"{split}.{lang}").write_text(text, encoding="utf-8")
+    return splits
+
+
+def prepare_args(raw, out, mode, *extra):
+    return [
+        "--src-lang", "en", "--tgt-lang", "tr",
+        "--train", str(raw / "train"), "--valid", str(raw / "valid"), "--test", str(raw / "test"),
+        "--mode", mode, "--vocab-size", "300", "--out-dir", str(out), *extra,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["bpe", "morph"])
+def test_prepare_writes_pieces_that_stock_fairseq_preprocess_binarizes(tmp_path, mode, capsys):
+    if mode == "morph":
+        pytest.importorskip("zemberek", reason="zemberek-python is needed for --mode morph")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    splits = make_corpus(raw)
+    out = tmp_path / "bin"
+
+    assert prepare.main(prepare_args(raw, out, mode)) == 0
+
+    kept = dict(splits, train=splits["train"][:-2])
+    for split, pairs in kept.items():
+        for side, lang in enumerate(("en", "tr")):
+            encoded = (out / f"{split}.sp.{lang}").read_text(encoding="utf-8").splitlines()
+            assert [pieces_to_text(line) for line in encoded] == [pair[side] for pair in pairs]
+            if split != "train":
+                raw_copy = (out / f"{split}.raw.{lang}").read_text(encoding="utf-8")
+                assert raw_copy.splitlines() == [pair[side] for pair in pairs]
+
+    report = json.loads((out / "prepare_report.json").read_text(encoding="utf-8"))
+    train = report["splits"]["train"]
+    assert (train["pairs_read"], train["pairs_kept"]) == (len(splits["train"]), len(kept["train"]))
+    assert train["dropped"] == [
+        f"{raw / 'train.tr'}:{len(kept['train']) + 1}: empty line",
+        f"{raw / 'train.en'}:{len(kept['train']) + 2}: whitespace character U+0009 at character 2; "
+        "fairseq-preprocess would split a piece there, use a plain space",
+    ]
+    if mode == "morph":
+        segmentation = report["segmentation"]
+        assert segmentation["lines"] == sum(len(pairs) for pairs in kept.values())
+        assert 0 < segmentation["split_word_share"] < 1
+    else:
+        assert report["segmentation"] is None
+    summary = capsys.readouterr().out
+    assert "train: 300 pairs kept, 2 dropped (1 empty line, 1 whitespace other than a space)" in (
+        summary
+    )
+
+    run_tool(
+        [
+            venv_tool("fairseq-preprocess"),
+            "--source-lang", "en", "--target-lang", "tr",
+            "--trainpref", out / "train.sp", "--validpref", out / "valid.sp",
+            "--testpref", out / "test.sp", "--joined-dictionary",
+            "--destdir", out, "--workers", "1",
+        ],
+        cwd=tmp_path,
+    )  # fmt: skip
+    for split in ("train", "valid", "test"):
+        for lang in ("en", "tr"):
+            assert (out / f"{split}.en-tr.{lang}.bin").stat().st_size > 0
+
+
+def test_morph_mode_pieces_end_at_morpheme_boundaries(tmp_path):
+    pytest.importorskip("zemberek", reason="zemberek-python is needed for --mode morph")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    make_corpus(raw)
+    out = tmp_path / "bin"
+    assert prepare.main(prepare_args(raw, out, "morph", "--keep-boundary-marks")) == 0
+    lines = (out / "train.sp.tr").read_text(encoding="utf-8").splitlines()
+    assert all(piece == B or B not in piece for line in lines for piece in line.split())
+    # the pieces of "Göremediklerimizden", the second word of the first line, with their marks
+    words = "".join(lines[0].split()).split(WORD_START)
+    assert words[2].split(B) == ["Gör", "eme", "dik", "ler", "imiz", "den"]
+
+
+def test_bad_valid_pair_stops_with_file_and_line(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    make_corpus(raw)
+    with open(raw / "valid.tr", "a", encoding="utf-8") as file:
+        file.write("\n")
+    with open(raw / "valid.en", "a", encoding="utf-8") as file:
+        file.write("One more line.\n")
+    assert prepare.main(prepare_args(raw, tmp_path / "bin", "bpe")) == 1
+    assert f"error: {raw / 'valid.tr'}:{3 * len(PAIRS) + 1}: empty line" in capsys.readouterr().err
+    assert not (tmp_path / "bin" / "spm.model").exists()
+
+
+def test_morph_mode_needs_a_segmenter_for_the_target_language(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        prepare.parse_args(prepare_args(tmp_path, tmp_path, "morph") + ["--tgt-lang", "iu"])
+    assert "no segmenter for --tgt-lang 'iu'" in capsys.readouterr().err
+
+
+def test_script_runs_prepare_and_fairseq_preprocess(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    make_corpus(raw)
+    out = tmp_path / "data-bin"
+    script = REPO_ROOT / "scripts" / "prepare-en-tr.sh"
+    run_tool(
+        [
+            "bash", script, "--train", raw / "train", "--valid", raw / "valid",
+            "--test", raw / "test", "--mode", "bpe", "--vocab-size", "300", "--out", out,
+        ],
+        cwd=tmp_path,
+    )  # fmt: skip
+    for name in ("spm.model", "dict.en.txt", "test.en-tr.tr.bin", "test.raw.tr"):
+        assert (out / name).exists(), name
+
+
+def test_script_without_prefixes_prints_usage():
+    script = REPO_ROOT / "scripts" / "prepare-en-tr.sh"
+    result = subprocess.run(["bash", script], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "usage: prepare-en-tr.sh --train PREFIX" in result.stderr

@@ -1,0 +1,139 @@
+"""TurkishSegmenter: Zemberek's morphemes on the original characters, fast and exact (SPEC 3)."""
+
+import random
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("zemberek", reason="zemberek-python is needed for Turkish segmentation")
+
+from fairseq_struct.morph.markers import MORPHEME_BOUNDARY  # noqa: E402
+from fairseq_struct.morph.turkish import (  # noqa: E402
+    SegmentationStats,
+    _PerceptronWeights,
+    segment_lines,
+    shared_segmenter,
+)
+
+# Real Turkish sentences; the test must not depend on ../shared being present.
+TATOEBA_TR = Path(__file__).resolve().parents[3] / "shared/data/en-tr-tatoeba/tatoeba.tr"
+B = MORPHEME_BOUNDARY
+
+pytestmark = pytest.mark.filterwarnings("ignore:notifyAll:DeprecationWarning")  # in zemberek
+
+
+@pytest.fixture(scope="module")
+def segmenter():
+    # Building Zemberek takes about 10 s: once for the module (and for test_prepare, which
+    # uses the same shared instance when run in the same session).
+    return shared_segmenter()
+
+
+def morphemes(segmented: str) -> list:
+    return [word.split(B) for word in segmented.split(" ")]
+
+
+def test_word_is_split_into_zemberek_morphemes(segmenter):
+    assert segmenter.segment("göremediklerimizden") == B.join(
+        ["gör", "eme", "dik", "ler", "imiz", "den"]
+    )
+
+
+def test_original_case_and_spelling_survive(segmenter):
+    assert morphemes(segmenter.segment("Göremediklerimizden İstanbul'da yaşıyor.")) == [
+        ["Gör", "eme", "dik", "ler", "imiz", "den"],
+        ["İstanbul", "'da"],
+        ["yaş", "ıyor."],
+    ]
+    assert segmenter.segment("ÇOCUKLARIMIZ Iğdır'a gitti") == B.join(["ÇOCUK", "LAR", "IMIZ"]) + (
+        f" Iğdır{B}'a git{B}ti"
+    )
+    # Zemberek analyses "kağıtları" and "emevîler'in": the original spelling is kept.
+    assert segmenter.segment("kâğıtları") in (f"kâğıt{B}ları", f"kâğıt{B}lar{B}ı")
+    assert segmenter.segment("Emevîler'in") == f"Emevîler{B}'in"
+
+
+def test_apostrophe_opens_the_suffix(segmenter):
+    assert segmenter.segment("Ali'ye") == f"Ali{B}'ye"
+    assert segmenter.segment("1990'larda") == f"1990{B}'lar{B}da"
+    assert segmenter.segment("A.B.D.'nin") == f"A.B.D.{B}'nin"
+
+
+def test_punctuation_numbers_urls_and_foreign_words_stay_whole(segmenter):
+    line = "2013 yılı, 3,5 kez www.example.com ... Washington'dır!"
+    words = morphemes(segmenter.segment(line))
+    assert words[0] == ["2013"]
+    assert words[2:6] == [["3,5"], ["kez"], ["www.example.com"], ["..."]]
+    assert words[6] == ["Washington'dır!"]
+
+
+def test_token_stays_whole_when_the_surfaces_do_not_spell_it(segmenter):
+    # A real analysis of another word: its morphemes cannot be cut out of "kitaplarda".
+    analysis = segmenter.morphology.analyze("evlerde").analysis_results[0]
+    assert [m.surface for m in analysis.morpheme_data_list if m.surface] == ["ev", "ler", "de"]
+    assert segmenter._cuts("evlerde", analysis) == (2, 5)
+    assert segmenter._cuts("kitaplarda", analysis) == ()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Evlerimizde ''güzel'' “alıntılar” var; ev’de   üç boşluk.",
+        "  leading and trailing  ",
+        "Tab\tiçeren satır ve NBSP\u00a0boşluğu",
+        "😀 emoji北京 ünlü Âdemoğlu hâlâ meşgûl",
+        "",
+        "T.C.'nin Prof. Dr. ODTÜ'de %50'sini 12:30'da ödedi.",
+    ],
+)
+def test_removing_the_marks_gives_the_line_back(segmenter, line):
+    assert segmenter.segment(line).replace(B, "") == line
+
+
+def test_input_with_a_boundary_mark_is_rejected(segmenter):
+    with pytest.raises(ValueError, match="U\\+FFED"):
+        segmenter.segment(f"ev{B}ler")
+
+
+def test_segment_lines_keeps_order_with_two_workers(segmenter):
+    lines = ["Kitaplarımızı okuduk.", "Ali'ye göre, evlerde kimse yok.", "Gel!"] * 20
+    stats = SegmentationStats()
+    assert segment_lines(lines, workers=2, stats=stats) == [segmenter.segment(x) for x in lines]
+    assert stats.lines == len(lines)
+
+
+def test_weight_lookup_port_matches_zemberek(segmenter):
+    model = segmenter.morphology.ambiguity_resolver.decoder.model
+    weights = _PerceptronWeights(model)
+    for line in ["Bir kara tahta, siyah olmak zorunda değildir.", "Sandalyeye bir kedi oturdu."]:
+        segmenter.segment(line)
+    known = list(segmenter._decoder.weight._cache)[:300]
+    rng = random.Random(1)
+    made_up = ["".join(rng.choice("abcçğış:+-019ÇİŞ€漢") for _ in range(n)) for n in range(60)]
+    for feature in known + made_up:
+        assert weights(feature) == model.get_(feature), feature
+    assert any(weights(feature) != 0 for feature in known)
+
+
+def test_trigram_features_match_zemberek_extractor(segmenter):
+    segmenter.segment("Halk hikayelerine göre kediler dokuz canlıdır.")
+    extractor = segmenter.morphology.ambiguity_resolver.decoder.extractor
+    trigrams = list(segmenter._decoder._trigram_scores)[:200]
+    assert trigrams
+    for trigram in trigrams:
+        expected = extractor.extract_from_trigram(list(trigram))
+        assert list(segmenter._decoder._features(*trigram).items()) == list(expected.items())
+
+
+def test_same_output_as_per_sentence_analyze_and_disambiguate(segmenter):
+    # Real text, because the disambiguator only matters where real sentences are ambiguous.
+    if not TATOEBA_TR.exists():
+        pytest.skip(f"{TATOEBA_TR} is absent (shared development data, not part of the repo)")
+    lines = TATOEBA_TR.read_text(encoding="utf-8").split("\n")[3000:3300]
+    stats_before = SegmentationStats(**vars(segmenter.stats))
+    fast = [segmenter.segment(line) for line in lines]
+    reference = [segmenter.segment_reference(line) for line in lines]
+    assert [i for i, (a, b) in enumerate(zip(fast, reference)) if a != b] == []
+    disambiguated = segmenter.stats.disambiguated_lines - stats_before.disambiguated_lines
+    # both paths were exercised: lines the disambiguator could change, and lines it could not
+    assert 0 < disambiguated < len(lines)
