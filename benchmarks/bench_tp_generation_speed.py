@@ -84,7 +84,7 @@ def synchronize(device: torch.device) -> None:
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both run")
     parser.add_argument("--arch-tp", default="tp_transformer_base", help="the measured model")
     parser.add_argument("--arch-stock", default="transformer", help="fairseq's stock reference")
     parser.add_argument("--vocab-size", type=int, default=32000, help="joined dictionary size")
@@ -93,10 +93,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument(
         "--steps", type=int, default=20, help="output tokens per hypothesis (min_len = max_len)"
     )
-    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--beam", type=int, default=5, help="beam size of both generators")
     parser.add_argument("--warmup", type=int, default=1, help="untimed batches per side")
     parser.add_argument("--repeats", type=int, default=7, help="timed batches per side")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="for the weights and the batch")
     parser.add_argument(
         "--threads",
         type=int,

@@ -124,20 +124,25 @@ def timed(step: Callable[[], None], steps: int, device: torch.device) -> Tuple[f
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where both run")
     parser.add_argument("--arch-a", default="tp_transformer_base", help="the measured model")
     parser.add_argument("--arch-b", default="transformer_relpos_base", help="the reference")
     parser.add_argument("--vocab-size", type=int, default=32000, help="joined dictionary size")
     parser.add_argument("--batch-size", type=int, default=8, help="sentences per batch")
     parser.add_argument("--src-len", type=int, default=24, help="source tokens per sentence")
     parser.add_argument("--tgt-len", type=int, default=24, help="target tokens per sentence")
-    parser.add_argument("--optimizer", choices=["adafactor", "adam"], default="adafactor")
-    parser.add_argument("--lr", type=float, default=1e-4)
-    parser.add_argument("--label-smoothing", type=float, default=0.1)
+    parser.add_argument(
+        "--optimizer",
+        choices=["adafactor", "adam"],
+        default="adafactor",
+        help="fairseq's Adafactor (the paper's) or torch's Adam, the same for both models",
+    )
+    parser.add_argument("--lr", type=float, default=1e-4, help="learning rate of the optimizer")
+    parser.add_argument("--label-smoothing", type=float, default=0.1, help="epsilon of the loss")
     parser.add_argument("--warmup-steps", type=int, default=2, help="untimed steps per side")
     parser.add_argument("--steps", type=int, default=2, help="training steps per timed repeat")
     parser.add_argument("--repeats", type=int, default=7, help="timed repeats per side")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="for the weights and the batch")
     parser.add_argument(
         "--threads",
         type=int,

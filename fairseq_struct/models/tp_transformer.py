@@ -97,6 +97,11 @@ class TPTransformerModel(TransformerModel):
                 "plain: Z = V̄ ⊙ R (Schlag et al.)",
             )
 
+    def set_beam_size(self, beam_size: int) -> None:
+        """fairseq's SequenceGenerator announces its beam through the model (as for BART), so
+        that cross-attention can cache the encoder keys/values once per sentence."""
+        self.decoder.set_beam_size(beam_size)
+
     @classmethod
     def attention_options(cls, args: Namespace) -> RoleAttentionOptions:
         return RoleAttentionOptions(

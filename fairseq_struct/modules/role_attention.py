@@ -63,6 +63,8 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         self.use_roles = options.use_roles
         self.role_residual = options.role_residual
         self.scaling = self.head_dim**-0.5
+        # Set by fairseq's SequenceGenerator through the model (see set_beam_size).
+        self.beam_size = 1
         self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
 
         self.q_proj = nn.Linear(embed_dim, self.inner_dim)
@@ -122,9 +124,17 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
             key_padding_mask = saved_state.get("prev_key_padding_mask")
         else:
             source = query if self.self_attention else key
-            assert source is not None
+            value_source = source if self.self_attention else value
+            assert source is not None and value_source is not None
+            if self._caches_per_sentence(incremental_state):
+                self._check_beam_copies(source)
+                # The beams of a sentence share its encoder output: project it once per sentence.
+                source = source[:, :: self.beam_size]
+                value_source = value_source[:, :: self.beam_size]
+                if key_padding_mask is not None:
+                    key_padding_mask = key_padding_mask[:: self.beam_size]
             k = self._split_heads(self.k_proj(source))
-            v = self._split_heads(self.v_proj(source if self.self_attention else value))
+            v = self._split_heads(self.v_proj(value_source))
             if saved_state is not None:
                 if "prev_key" in saved_state and not static_kv:
                     key_padding_mask = self._append_padding_mask(
@@ -141,8 +151,16 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 saved_state["prev_key_padding_mask"] = key_padding_mask
                 self._set_input_buffer(incremental_state, saved_state)
         src_len = k.size(2)
-
-        attn_weights = torch.matmul(q, k.transpose(2, 3))
+        sentences = k.size(0)
+        if sentences != bsz:
+            # Keys cached once per sentence: the beams fold into the query axis (fairseq's einsum).
+            q_by_sentence = q.view(sentences, -1, self.num_heads, tgt_len, self.head_dim)
+            attn_weights = torch.einsum("bxhtd,bhsd->bxhts", q_by_sentence, k)
+            attn_weights = attn_weights.reshape(bsz, self.num_heads, tgt_len, src_len)
+            if key_padding_mask is not None:
+                key_padding_mask = key_padding_mask.repeat_interleave(bsz // sentences, dim=0)
+        else:
+            attn_weights = torch.matmul(q, k.transpose(2, 3))
         bucket_index = None
         if self.relative_positions is not None:
             bucket_index = self.relative_positions.bucket_index(tgt_len, src_len, q.device)
@@ -161,7 +179,12 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
 
         attn_probs = F.softmax(attn_weights, dim=-1, dtype=torch.float32).type_as(attn_weights)
         dropped_probs = self.dropout_module(attn_probs)
-        filler = torch.matmul(dropped_probs, v)
+        if sentences != bsz:
+            probs_by_sentence = dropped_probs.view(sentences, -1, self.num_heads, tgt_len, src_len)
+            filler = torch.einsum("bxhts,bhsd->bxhtd", probs_by_sentence, v)
+            filler = filler.reshape(bsz, self.num_heads, tgt_len, self.head_dim)
+        else:
+            filler = torch.matmul(dropped_probs, v)
         if bucket_index is not None:
             filler = filler + self.relative_positions.value_term(dropped_probs, bucket_index)
         if self.role_proj is not None:
@@ -179,6 +202,31 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
             if not need_head_weights:
                 returned_weights = returned_weights.mean(dim=0)
         return out, returned_weights
+
+    def set_beam_size(self, beam_size: int) -> None:
+        """Beam search repeats every encoder row `beam_size` times; cross-attention then caches
+        its keys and values once per sentence, as fairseq's MultiheadAttention does."""
+        self.beam_size = beam_size
+
+    def _caches_per_sentence(self, incremental_state: Optional[IncrementalState]) -> bool:
+        return (
+            self.encoder_decoder_attention
+            and incremental_state is not None
+            and self.beam_size > 1
+        )
+
+    def _check_beam_copies(self, source: Tensor) -> None:
+        """A model left at beam size > 1 by an earlier generator must not mix up sentences."""
+        time, rows, channels = source.shape
+        if rows % self.beam_size == 0:
+            by_sentence = source.view(time, rows // self.beam_size, self.beam_size, channels)
+            if torch.equal(by_sentence, by_sentence[:, :, :1].expand_as(by_sentence)):
+                return
+        raise ValueError(
+            f"{__file__}: cross-attention expected the encoder rows in groups of "
+            f"{self.beam_size} identical beam copies (set_beam_size({self.beam_size})); "
+            "call model.set_beam_size(1) before decoding other batches"
+        )
 
     @staticmethod
     def _append_padding_mask(
@@ -201,6 +249,13 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
     ) -> IncrementalState:
         """Follow beam search: hypothesis i of the next step continues hypothesis new_order[i]."""
         input_buffer = self._get_input_buffer(incremental_state)
+        if self.encoder_decoder_attention and self.beam_size > 1:
+            # One cached row per sentence: moving hypotheses within a sentence changes nothing,
+            # only finished sentences leaving the batch do.
+            prev_key = input_buffer.get("prev_key")
+            if prev_key is None or prev_key.size(0) * self.beam_size == new_order.size(0):
+                return incremental_state
+            new_order = new_order.view(-1, self.beam_size)[:, 0] // self.beam_size
         for name, buffered in input_buffer.items():
             if buffered is not None:
                 input_buffer[name] = buffered.index_select(0, new_order)

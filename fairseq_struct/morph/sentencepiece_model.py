@@ -32,21 +32,12 @@ import io
 from pathlib import Path
 from typing import Iterable, List, Sequence, Union
 
+import sentencepiece
+
 from fairseq_struct.morph.corpus_io import atomic_write_bytes
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, pieces_to_text
 
 MODEL_TYPES = ("unigram", "bpe")
-
-
-def _sentencepiece():
-    try:
-        import sentencepiece
-    except ImportError as error:
-        raise ImportError(
-            f"fairseq_struct.morph needs the sentencepiece package (pip install sentencepiece): "
-            f"{error}"
-        ) from error
-    return sentencepiece
 
 
 class SentencePieceModel:
@@ -55,7 +46,7 @@ class SentencePieceModel:
     def __init__(self, model_path: Union[str, Path], keep_boundary_marks: bool = False) -> None:
         self.model_path = Path(model_path)
         self.keep_boundary_marks = keep_boundary_marks
-        self.processor = _sentencepiece().SentencePieceProcessor(model_file=str(model_path))
+        self.processor = sentencepiece.SentencePieceProcessor(model_file=str(model_path))
         self.vocabulary = frozenset(
             self.processor.id_to_piece(index) for index in range(self.processor.get_piece_size())
         )
@@ -74,7 +65,6 @@ class SentencePieceModel:
         """Train on `lines` (source and target training text together) and save to `model_path`."""
         if model_type not in MODEL_TYPES:
             raise ValueError(f"model_type must be one of {MODEL_TYPES}, not {model_type!r}")
-        sentencepiece = _sentencepiece()
         longest = max((len(line.encode("utf-8")) for line in lines), default=0)
         model = io.BytesIO()
         sentencepiece.set_random_generator_seed(seed)

@@ -208,3 +208,16 @@ def test_relative_positions_replace_absolute_ones_by_default():
     assert kept.encoder.embed_positions is not None
     cross = _build("tp_transformer_tiny", dictionary).decoder.layers[0].encoder_attn
     assert cross.relative_positions is None and cross.role_proj is not None
+
+
+def test_beam_cache_refuses_rows_that_are_not_beam_copies():
+    """After set_beam_size(5) the cross-attention caches one row per sentence; a batch whose
+    rows are not groups of identical beam copies would be mixed up, so it is refused."""
+    dictionary = _dictionary(30)
+    model = _build("tp_transformer_tiny", dictionary)
+    model.set_beam_size(5)
+    src = torch.randint(4, 30, (5, 6))
+    prev = torch.full((5, 1), dictionary.eos())
+    with torch.no_grad(), pytest.raises(ValueError, match=r"set_beam_size\(1\)"):
+        encoder_out = model.encoder(src, src_lengths=torch.full((5,), 6))
+        model.decoder(prev, encoder_out=encoder_out, incremental_state={})
