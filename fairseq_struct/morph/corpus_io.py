@@ -33,11 +33,11 @@ PathLike = Union[str, Path]
 
 # No Turkish or English word is this long: such "words" are URLs, hashes or markup.
 LONG_WORD_CHARS = 100
-# How many file:line locations a report lists per kind of problem; all are counted.
+# How many file:line locations a report lists (dropped pairs, long words); all are counted.
 MAX_LISTED = 100
 
-# fairseq-preprocess splits lines with this very pattern (fairseq.tokenizer.tokenize_line), so a
-# piece holding any other whitespace character would come back as two tokens.
+# fairseq-preprocess splits lines on r"\s+" (fairseq.tokenizer.tokenize_line), so a piece that
+# holds a whitespace character other than the space would come back as two tokens.
 _WHITESPACE_OTHER_THAN_SPACE = re.compile(r"[^\S ]")
 
 RESERVED_CHARACTERS = {

@@ -80,7 +80,7 @@ class SentencePieceModel:
                 remove_extra_whitespaces=False,
                 byte_fallback=False,
                 user_defined_symbols=[MORPHEME_BOUNDARY],
-                max_sentence_length=max(longest + 1, 4192),
+                max_sentence_length=max(longest + 1, 4192),  # 4192: SentencePiece default
                 input_sentence_size=0,
                 shuffle_input_sentence=False,
                 num_threads=num_threads,

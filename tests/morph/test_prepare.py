@@ -1,6 +1,7 @@
 """prepare: raw parallel text -> pieces that stock fairseq-preprocess binarizes (SPEC 3)."""
 
 import json
+import logging
 import subprocess
 
 import pytest
@@ -26,6 +27,16 @@ PAIRS = [
 ]
 
 pytestmark = pytest.mark.filterwarnings("ignore:notifyAll:DeprecationWarning")  # in zemberek
+
+
+@pytest.fixture(autouse=True)
+def restore_logging():
+    """prepare.main configures the root logger for the command line; undo it after each test."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def make_corpus(directory):

@@ -1,15 +1,16 @@
 """SentencePieceModel: exact round trip, no piece across a morpheme boundary (SPEC 3)."""
 
 import random
-from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA
 
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START, pieces_to_text
 from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
 
-# Real parallel text, used only where present: it is shared development data, not in the repo.
-TATOEBA = Path(__file__).resolve().parents[3] / "shared/data/en-tr-tatoeba"
+# Real parallel text for the round trip on a whole corpus; it is shared development data, not
+# part of the repository, so the test that reads it skips when it is absent.
+TATOEBA = SHARED_DATA / "en-tr-tatoeba"
 B = MORPHEME_BOUNDARY
 
 STEMS = ["ev", "kitap", "göz", "yol", "çocuk", "İstanbul", "Ankara", "okul"]

@@ -1,29 +1,28 @@
 """TurkishSegmenter: Zemberek's morphemes on the original characters, fast and exact (SPEC 3)."""
 
 import random
-from pathlib import Path
 
 import pytest
+from conftest import SHARED_DATA
 
-pytest.importorskip("zemberek", reason="zemberek-python is needed for Turkish segmentation")
-
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY  # noqa: E402
-from fairseq_struct.morph.turkish import (  # noqa: E402
+from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
+from fairseq_struct.morph.turkish import (
     SegmentationStats,
     _PerceptronWeights,
     segment_lines,
     shared_segmenter,
 )
 
-# Real Turkish sentences; the test must not depend on ../shared being present.
-TATOEBA_TR = Path(__file__).resolve().parents[3] / "shared/data/en-tr-tatoeba/tatoeba.tr"
-B = MORPHEME_BOUNDARY
+# Real Turkish for the comparison with Zemberek's reference path; it is shared development data,
+# not part of the repository, so the test that reads it skips when it is absent.
+TATOEBA_TR = SHARED_DATA / "en-tr-tatoeba" / "tatoeba.tr"
 
 pytestmark = pytest.mark.filterwarnings("ignore:notifyAll:DeprecationWarning")  # in zemberek
 
 
 @pytest.fixture(scope="module")
 def segmenter():
+    pytest.importorskip("zemberek", reason="zemberek-python is needed for Turkish segmentation")
     # Building Zemberek takes about 10 s: once for the module (and for test_prepare, which
     # uses the same shared instance when run in the same session).
     return shared_segmenter()
