@@ -20,42 +20,24 @@ import logging
 import statistics
 import sys
 import time
-from argparse import Namespace
 from typing import Dict, List, Tuple
 
 import torch
 from fairseq.data import Dictionary
-from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 from fairseq.sequence_generator import SequenceGenerator
+from interleaved_timing import synchronize
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
+from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
 
 logger = logging.getLogger("bench_tp_generation_speed")
 
 TARGET_RATIO = 0.9
 
 
-class _Task:
-    """The two attributes `build_model` reads from a translation task."""
-
-    def __init__(self, dictionary: Dictionary) -> None:
-        self.source_dictionary = dictionary
-        self.target_dictionary = dictionary
-
-
-def joined_dictionary(num_types: int) -> Dictionary:
-    dictionary = Dictionary()
-    for i in range(num_types - len(dictionary)):
-        dictionary.add_symbol(f"w{i}")
-    return dictionary
-
-
 def build_model(arch: str, dictionary: Dictionary, seed: int) -> nn.Module:
-    torch.manual_seed(seed)
-    args = Namespace(share_all_embeddings=True)
-    ARCH_CONFIG_REGISTRY[arch](args)
-    return ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(dictionary))
+    return build_model_from_arch(arch, dictionary, seed=seed)
 
 
 def source_batch(
@@ -75,11 +57,6 @@ def check_lengths(hypotheses: List[List[Dict[str, Tensor]]], steps: int, arch: s
     lengths = {len(hypo["tokens"]) for hypos in hypotheses for hypo in hypos}
     if lengths != {steps + 1}:
         raise RuntimeError(f"{arch}: hypotheses of lengths {sorted(lengths)}, expected {steps + 1}")
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:

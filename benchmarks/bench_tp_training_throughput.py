@@ -17,44 +17,25 @@ import json
 import logging
 import statistics
 import sys
-import time
-from argparse import Namespace
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict, List
 
 import torch
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 from fairseq.data import Dictionary
-from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 from fairseq.optim.adafactor import Adafactor
+from interleaved_timing import timed
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
+from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
 
 logger = logging.getLogger("bench_tp_training_throughput")
 
 TARGET_RATIO = 0.9
 
 
-class _Task:
-    """The two attributes `build_model` reads from a translation task."""
-
-    def __init__(self, dictionary: Dictionary) -> None:
-        self.source_dictionary = dictionary
-        self.target_dictionary = dictionary
-
-
-def joined_dictionary(num_types: int) -> Dictionary:
-    dictionary = Dictionary()
-    for i in range(num_types - len(dictionary)):
-        dictionary.add_symbol(f"w{i}")
-    return dictionary
-
-
 def build_model(arch: str, dictionary: Dictionary, seed: int) -> nn.Module:
-    torch.manual_seed(seed)
-    args = Namespace(share_all_embeddings=True)
-    ARCH_CONFIG_REGISTRY[arch](args)
-    return ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(dictionary))
+    return build_model_from_arch(arch, dictionary, seed=seed)
 
 
 def synthetic_batch(
@@ -105,21 +86,6 @@ def build_optimizer(name: str, model: nn.Module, lr: float) -> torch.optim.Optim
         # The paper's optimizer with an external learning rate, as SPEC 2.3 prescribes.
         return Adafactor(model.parameters(), lr=lr, scale_parameter=False, relative_step=False)
     return torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
-
-
-def synchronize(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def timed(step: Callable[[], None], steps: int, device: torch.device) -> Tuple[float, float]:
-    """Wall-clock and process CPU seconds of `steps` calls."""
-    synchronize(device)
-    start, start_cpu = time.perf_counter(), time.process_time()
-    for _ in range(steps):
-        step()
-    synchronize(device)
-    return time.perf_counter() - start, time.process_time() - start_cpu
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:

@@ -6,12 +6,14 @@
 # Finished steps are reused when the demo runs again (delete demo-work/ and
 # data-bin/demo-en-tr-morph/ to start over). Environment overrides:
 #   DEMO_WORK (demo-work)  DEMO_MODE (morph|bpe)  DEMO_MAX_UPDATE (1200)  DEMO_THREADS (2)
+#   DEMO_TRAIN_PAIRS (20000)  DEMO_DATA (data-bin/demo-en-tr-<mode>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK="${DEMO_WORK:-demo-work}"
 MODE="${DEMO_MODE:-morph}"
 MAX_UPDATE="${DEMO_MAX_UPDATE:-1200}"
-DATA="data-bin/demo-en-tr-$MODE"
+TRAIN_PAIRS="${DEMO_TRAIN_PAIRS:-20000}"
+DATA="${DEMO_DATA:-data-bin/demo-en-tr-$MODE}"
 export OMP_NUM_THREADS="${DEMO_THREADS:-2}"
 START=$SECONDS
 
@@ -19,7 +21,7 @@ step() { printf '\n== %s (%ds) ==\n' "$1" $((SECONDS - START)); }
 
 step "1/5 synthetic English→Turkish corpus"
 if [[ ! -s "$WORK/raw/test.tr" ]]; then
-  python -m fairseq_struct.data.synthetic_en_tr --out-dir "$WORK/raw" --train 20000 --valid 500 --test 500 --seed 1
+  python -m fairseq_struct.data.synthetic_en_tr --out-dir "$WORK/raw" --train "$TRAIN_PAIRS" --valid 500 --test 500 --seed 1
 fi
 python -m fairseq_struct.data.zemberek_coverage "$WORK/raw/train.tr"
 

@@ -20,9 +20,7 @@ def venv_tool(name: str) -> str:
 
 def run_tool(args: list, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-    result = subprocess.run(
-        args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    result = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:
         raise AssertionError(
             f"{' '.join(map(str, args))} failed ({result.returncode}):\n{result.stderr[-4000:]}"
@@ -45,10 +43,21 @@ def tiny_translation_data(tmp_path_factory) -> Path:
     run_tool(
         [
             venv_tool("fairseq-preprocess"),
-            "--source-lang", "en", "--target-lang", "tr",
-            "--trainpref", root / "train", "--validpref", root / "valid",
-            "--testpref", root / "test", "--joined-dictionary",
-            "--destdir", root / "bin", "--workers", "1",
+            "--source-lang",
+            "en",
+            "--target-lang",
+            "tr",
+            "--trainpref",
+            root / "train",
+            "--validpref",
+            root / "valid",
+            "--testpref",
+            root / "test",
+            "--joined-dictionary",
+            "--destdir",
+            root / "bin",
+            "--workers",
+            "1",
         ],
         cwd=root,
     )
@@ -59,17 +68,39 @@ def tiny_train_args(data: Path, save_dir: Path, max_update: int) -> list:
     """fairseq-train arguments for a few updates of the tiny TP-Transformer on the CPU."""
     return [
         str(data),
-        "--user-dir", USER_DIR,
-        "--task", "translation_morph",
-        "--arch", "tp_transformer_tiny",
+        "--user-dir",
+        USER_DIR,
+        "--task",
+        "translation_morph",
+        "--arch",
+        "tp_transformer_tiny",
         "--share-all-embeddings",
-        "--optimizer", "adafactor", "--lr", "0.001",
-        "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10",
-        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
-        "--batch-size", "16",
-        "--max-update", str(max_update),
-        "--save-dir", str(save_dir),
+        "--optimizer",
+        "adafactor",
+        "--lr",
+        "0.001",
+        "--lr-scheduler",
+        "inverse_sqrt",
+        "--warmup-updates",
+        "10",
+        "--criterion",
+        "label_smoothed_cross_entropy",
+        "--label-smoothing",
+        "0.1",
+        "--batch-size",
+        "16",
+        "--max-update",
+        str(max_update),
+        "--save-dir",
+        str(save_dir),
         "--no-epoch-checkpoints",
-        "--cpu", "--num-workers", "0", "--seed", "1",
-        "--log-format", "simple", "--log-interval", "1",
+        "--cpu",
+        "--num-workers",
+        "0",
+        "--seed",
+        "1",
+        "--log-format",
+        "simple",
+        "--log-interval",
+        "1",
     ]

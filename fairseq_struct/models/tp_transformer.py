@@ -152,23 +152,23 @@ def tp_transformer_architecture(args: Namespace) -> None:
 @register_model_architecture("tp_transformer", "tp_transformer_base")
 def tp_transformer_base(args: Namespace) -> None:
     """The paper's model: 6+6 layers, 8 heads, d_model 512, ffn 2048, d_k=d_v=d_r=64, k=16."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
-    args.encoder_layers = getattr(args, "encoder_layers", 6)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 8)
-    args.decoder_layers = getattr(args, "decoder_layers", 6)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 8)
+    set_dimensions(args, layers=6, embed_dim=512, ffn_dim=2048, heads=8)
     tp_transformer_architecture(args)
+
+
+def set_dimensions(args: Namespace, layers: int, embed_dim: int, ffn_dim: int, heads: int) -> None:
+    """Encoder and decoder sizes of a named arch (the decoder copies the encoder's widths)."""
+    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", embed_dim)
+    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", ffn_dim)
+    args.encoder_layers = getattr(args, "encoder_layers", layers)
+    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", heads)
+    args.decoder_layers = getattr(args, "decoder_layers", layers)
+    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", heads)
 
 
 def tiny_dimensions(args: Namespace) -> None:
     """Dimensions of the tiny archs: tests, the CPU demo and multi-process smoke runs."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 128)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 512)
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
-    args.decoder_layers = getattr(args, "decoder_layers", 2)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 4)
+    set_dimensions(args, layers=2, embed_dim=128, ffn_dim=512, heads=4)
 
 
 @register_model_architecture("tp_transformer", "tp_transformer_tiny")

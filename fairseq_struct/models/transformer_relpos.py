@@ -12,6 +12,7 @@ from fairseq.models import register_model, register_model_architecture
 from fairseq_struct.models.tp_transformer import (
     TPTransformerModel,
     set_attention_defaults,
+    set_dimensions,
     tiny_dimensions,
 )
 
@@ -29,12 +30,7 @@ def transformer_relpos_architecture(args: Namespace) -> None:
 @register_model_architecture("transformer_relpos", "transformer_relpos_base")
 def transformer_relpos_base(args: Namespace) -> None:
     """6+6 layers, 8 heads of width 80 (d_k = d_v = 80), d_model 512, ffn 2048, k=16."""
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 512)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 2048)
-    args.encoder_layers = getattr(args, "encoder_layers", 6)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 8)
-    args.decoder_layers = getattr(args, "decoder_layers", 6)
-    args.decoder_attention_heads = getattr(args, "decoder_attention_heads", 8)
+    set_dimensions(args, layers=6, embed_dim=512, ffn_dim=2048, heads=8)
     transformer_relpos_architecture(args)
 
 

@@ -210,9 +210,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
 
     def _caches_per_sentence(self, incremental_state: Optional[IncrementalState]) -> bool:
         return (
-            self.encoder_decoder_attention
-            and incremental_state is not None
-            and self.beam_size > 1
+            self.encoder_decoder_attention and incremental_state is not None and self.beam_size > 1
         )
 
     def _check_beam_copies(self, source: Tensor) -> None:

@@ -1,34 +1,20 @@
 """The TP-Transformer and its relative-position baseline (SPEC 2): decoding, roles, sizes."""
 
-from argparse import Namespace
-
 import pytest
 import torch
 from fairseq.data import Dictionary
-from fairseq.models import ARCH_MODEL_REGISTRY, ARCH_CONFIG_REGISTRY
 from fairseq.sequence_generator import SequenceGenerator
 
 import fairseq_struct  # noqa: F401  (registers the models)
-
-
-class _Task:
-    def __init__(self, dictionary: Dictionary) -> None:
-        self.source_dictionary = dictionary
-        self.target_dictionary = dictionary
+from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
 
 
 def _dictionary(num_types: int) -> Dictionary:
-    dictionary = Dictionary()
-    for i in range(num_types - len(dictionary)):
-        dictionary.add_symbol(f"w{i}")
-    return dictionary
+    return joined_dictionary(num_types)
 
 
 def _build(arch: str, dictionary: Dictionary, **overrides) -> torch.nn.Module:
-    args = Namespace(share_all_embeddings=True, **overrides)
-    ARCH_CONFIG_REGISTRY[arch](args)
-    model = ARCH_MODEL_REGISTRY[arch].build_model(args, _Task(dictionary))
-    return model.eval()
+    return build_model_from_arch(arch, dictionary, **overrides).eval()
 
 
 def _batch(dictionary: Dictionary, seed: int = 0):
@@ -104,7 +90,9 @@ def test_beam_search_scores_equal_teacher_forced_scores(arch):
             for hypo in hypos[:3]:
                 tokens = hypo["tokens"].unsqueeze(0)
                 prev = torch.cat([torch.tensor([[dictionary.eos()]]), tokens[:, :-1]], dim=1)
-                encoder_out = model.encoder(src[sentence : sentence + 1], src_lengths[sentence:sentence + 1])
+                encoder_out = model.encoder(
+                    src[sentence : sentence + 1], src_lengths[sentence : sentence + 1]
+                )
                 logits, _ = model.decoder(prev, encoder_out=encoder_out)
                 lprobs = torch.log_softmax(logits, dim=-1)
                 expected = lprobs[0].gather(-1, tokens[0].unsqueeze(-1)).squeeze(-1)

@@ -3,14 +3,16 @@
 import re
 
 import pytest
-
 from conftest import REPO_ROOT, USER_DIR, run_tool, tiny_train_args, venv_tool
+
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
 from fairseq_struct.tasks.translation_morph import PiecesToText
 
 
 def test_pieces_are_joined_and_boundary_marks_removed():
-    pieces = f"{WORD_START}Kitab {MORPHEME_BOUNDARY} ım {MORPHEME_BOUNDARY} ı {WORD_START}oku du m ."
+    pieces = (
+        f"{WORD_START}Kitab {MORPHEME_BOUNDARY} ım {MORPHEME_BOUNDARY} ı {WORD_START}oku du m ."
+    )
     assert PiecesToText().decode(pieces) == "Kitabımı okudum."
     assert PiecesToText().decode(f"{WORD_START}gör eme dik") == "göremedik"
 
@@ -20,16 +22,18 @@ def test_encoding_raw_text_asks_for_the_sentencepiece_model():
         PiecesToText().encode("I read the book.")
 
 
-def test_eval_bleu_during_training_and_generate_print_plain_words(
-    tiny_translation_data, tmp_path
-):
+def test_eval_bleu_during_training_and_generate_print_plain_words(tiny_translation_data, tmp_path):
     save_dir = tmp_path / "checkpoints"
     train = run_tool(
         [
             venv_tool("fairseq-train"),
             *tiny_train_args(tiny_translation_data, save_dir, max_update=3),
-            "--eval-bleu", "--eval-bleu-args", '{"beam": 1, "max_len_b": 10}',
-            "--best-checkpoint-metric", "bleu", "--maximize-best-checkpoint-metric",
+            "--eval-bleu",
+            "--eval-bleu-args",
+            '{"beam": 1, "max_len_b": 10}',
+            "--best-checkpoint-metric",
+            "bleu",
+            "--maximize-best-checkpoint-metric",
         ],
         cwd=REPO_ROOT,
     )
@@ -37,11 +41,23 @@ def test_eval_bleu_during_training_and_generate_print_plain_words(
 
     generate = run_tool(
         [
-            venv_tool("fairseq-generate"), str(tiny_translation_data),
-            "--user-dir", USER_DIR, "--task", "translation_morph",
-            "--path", str(save_dir / "checkpoint_best.pt"),
-            "--beam", "2", "--max-len-b", "10", "--cpu", "--gen-subset", "test",
-            "--batch-size", "16",
+            venv_tool("fairseq-generate"),
+            str(tiny_translation_data),
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "translation_morph",
+            "--path",
+            str(save_dir / "checkpoint_best.pt"),
+            "--beam",
+            "2",
+            "--max-len-b",
+            "10",
+            "--cpu",
+            "--gen-subset",
+            "test",
+            "--batch-size",
+            "16",
         ],
         cwd=REPO_ROOT,
     )

@@ -7,23 +7,26 @@ import signal
 import socket
 import subprocess
 import time
-from pathlib import Path
 
 import torch
+from conftest import REPO_ROOT, run_tool, tiny_train_args, venv_tool
 
 import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
-
-from conftest import REPO_ROOT, run_tool, tiny_train_args, venv_tool
 
 
 def test_torchrun_two_processes_train_and_write_a_checkpoint(tiny_translation_data, tmp_path):
     save_dir = tmp_path / "checkpoints"
     result = run_tool(
         [
-            venv_tool("torchrun"), "--nproc_per_node", "2", "--master_port", "29531",
+            venv_tool("torchrun"),
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            "29531",
             venv_tool("fairseq-train"),
             *tiny_train_args(tiny_translation_data, save_dir, max_update=4),
-            "--distributed-backend", "gloo",
+            "--distributed-backend",
+            "gloo",
         ],
         cwd=REPO_ROOT,
     )
@@ -44,13 +47,18 @@ def test_killed_run_resumes_from_checkpoint_last(tiny_translation_data, tmp_path
         return [
             venv_tool("fairseq-train"),
             *tiny_train_args(tiny_translation_data, save_dir, max_update=max_update),
-            "--save-interval-updates", "3",
+            "--save-interval-updates",
+            "3",
         ]
 
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
     process = subprocess.Popen(
-        train_command(max_update=400), cwd=REPO_ROOT, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        train_command(max_update=400),
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     last = save_dir / "checkpoint_last.pt"
     deadline = time.time() + 300
