@@ -5,13 +5,13 @@
 #   → sacreBLEU BLEU / chrF / chrF++ against the raw references.
 # Finished steps are reused when the demo runs again (delete demo-work/ and
 # data-bin/demo-en-tr-morph/ to start over). Environment overrides:
-#   DEMO_WORK (demo-work)  DEMO_MODE (morph|bpe)  DEMO_MAX_UPDATE (1200)  DEMO_THREADS (2)
+#   DEMO_WORK (demo-work)  DEMO_MODE (morph|bpe)  DEMO_MAX_UPDATE (800)  DEMO_THREADS (2)
 #   DEMO_TRAIN_PAIRS (20000)  DEMO_DATA (data-bin/demo-en-tr-<mode>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK="${DEMO_WORK:-demo-work}"
 MODE="${DEMO_MODE:-morph}"
-MAX_UPDATE="${DEMO_MAX_UPDATE:-1200}"
+MAX_UPDATE="${DEMO_MAX_UPDATE:-800}"
 TRAIN_PAIRS="${DEMO_TRAIN_PAIRS:-20000}"
 DATA="${DEMO_DATA:-data-bin/demo-en-tr-$MODE}"
 export OMP_NUM_THREADS="${DEMO_THREADS:-2}"
