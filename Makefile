@@ -23,7 +23,7 @@ test: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m pytest -q tests
 
 bench: venv
-	for b in benchmarks/*.py; do $(VENV)/bin/python $$b || exit 1; done
+	for b in benchmarks/bench_*.py; do $(VENV)/bin/python $$b || exit 1; done
 
 clean-demo:
 	rm -rf demo-work
