@@ -18,6 +18,8 @@ DIRECT_DEPENDENCIES = (
     "sacremoses",
     "numpy",
     "scipy",
+    "Morfessor",
+    "matplotlib",
 )
 
 
