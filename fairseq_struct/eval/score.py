@@ -5,6 +5,9 @@ other paper or tool: BLEU with the 13a tokenizer, cased; chrF (character 6-grams
 chrF++ (chrF plus word 1- and 2-grams, `word_order=2`). Files are read as the sacrebleu command
 line reads them (UTF-8, lines split at "\\n" only, trailing whitespace removed), so the numbers
 equal the sacrebleu command line's.
+
+With several `--hyp` files and `--paired-bs` or `--paired-ar`, the first file is the baseline
+and every other system is tested against it with sacreBLEU's paired tests (`significance.py`).
 """
 
 import argparse
@@ -15,6 +18,8 @@ from typing import Dict, List, Optional, Sequence
 
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
+
+from fairseq_struct.eval.significance import format_report, paired_test, report_to_json
 
 
 @dataclass(frozen=True)
@@ -93,24 +98,75 @@ def scores_to_json(
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(
         description="sacreBLEU BLEU (13a, cased), chrF and chrF++ of detokenized hypotheses "
-        "against a raw reference file, printed with their signatures.",
+        "against a raw reference file, printed with their signatures; with several --hyp, "
+        "paired significance tests of BLEU and chrF against the first (the baseline).",
     )
-    parser.add_argument("--hyp", required=True, help="detokenized hypotheses, one per line")
+    parser.add_argument(
+        "--hyp",
+        required=True,
+        action="append",
+        help="detokenized hypotheses, one per line; repeat it for paired tests, baseline first",
+    )
     parser.add_argument("--ref", required=True, help="raw (untokenized) reference, one per line")
     parser.add_argument("--json", help="also write the scores and signatures to this JSON file")
+    paired = parser.add_mutually_exclusive_group()
+    paired.add_argument(
+        "--paired-bs", action="store_true", help="paired bootstrap resampling (sacreBLEU's)"
+    )
+    paired.add_argument(
+        "--paired-ar", action="store_true", help="paired approximate randomization (sacreBLEU's)"
+    )
+    parser.add_argument(
+        "--paired-n",
+        type=int,
+        default=0,
+        help="bootstrap resamples or AR trials; 0 takes sacreBLEU's defaults, 1000 and 10000 "
+        "(the seed is sacreBLEU's: the SACREBLEU_SEED environment variable, default 12345)",
+    )
     args = parser.parse_args(argv)
 
+    if args.paired_bs or args.paired_ar:
+        _main_paired(args)
+        return
+    if len(args.hyp) > 1:
+        parser.error("several --hyp files need --paired-bs or --paired-ar")
+    hypotheses = args.hyp[0]
     try:
-        scores = score_files(args.hyp, args.ref)
+        scores = score_files(hypotheses, args.ref)
     except ValueError as error:
         sys.exit(f"error: {error}")
     for score in scores.values():
         print(score.text)
     if args.json:
-        record = scores_to_json(scores, args.hyp, args.ref, len(read_lines(args.ref)))
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(record, out, indent=2, ensure_ascii=False)
-            out.write("\n")
+        record = scores_to_json(scores, hypotheses, args.ref, len(read_lines(args.ref)))
+        _write_json(record, args.json)
+
+
+def _main_paired(args: argparse.Namespace) -> None:
+    if len(args.hyp) < 2:
+        sys.exit("error: a paired test needs at least two --hyp files, the baseline first")
+    references = read_lines(args.ref)
+    systems = []
+    for path in args.hyp:
+        hypotheses = read_lines(path)
+        if len(hypotheses) != len(references):
+            sys.exit(
+                f"error: {path} has {len(hypotheses)} lines but {args.ref} has "
+                f"{len(references)}; every reference line needs exactly one hypothesis line"
+            )
+        systems.append((path, hypotheses))
+    report = paired_test(systems, references, "bs" if args.paired_bs else "ar", args.paired_n)
+    for line in format_report(report):
+        print(line)
+    if args.json:
+        record = {"references": args.ref, "sentences": len(references), **report_to_json(report)}
+        _write_json(record, args.json)
+
+
+def _write_json(record: Dict[str, object], path: str) -> None:
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(record, out, indent=2, ensure_ascii=False)
+        out.write("\n")
 
 
 if __name__ == "__main__":
