@@ -22,8 +22,14 @@ demo: venv
 test: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m pytest -q tests
 
+# Turkish segmentation is measured on real text: make bench SEGMENTATION_TEXT=path/to/turkish.txt
+SEGMENTATION_TEXT ?= ../shared/data/tr-raw/tr_wikiner_train_sentences.txt
 bench: venv
-	for b in benchmarks/bench_*.py; do $(VENV)/bin/python $$b || exit 1; done
+	$(VENV)/bin/python benchmarks/bench_tp_training_throughput.py
+	$(VENV)/bin/python benchmarks/bench_tp_generation_speed.py
+	if [ -f "$(SEGMENTATION_TEXT)" ]; then \
+	  $(VENV)/bin/python benchmarks/bench_turkish_segmentation.py "$(SEGMENTATION_TEXT)" --lines 4000; \
+	else echo "bench_turkish_segmentation: skipped, no file $(SEGMENTATION_TEXT)" >&2; fi
 
 clean-demo:
 	rm -rf demo-work

@@ -9,6 +9,8 @@
 #   DEMO_TRAIN_PAIRS (20000)  DEMO_DATA (data-bin/demo-en-tr-<mode>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The project's virtual environment (made by `make demo`) comes first when it exists.
+if [[ -x .venv/bin/python ]]; then export PATH="$PWD/.venv/bin:$PATH"; fi
 WORK="${DEMO_WORK:-demo-work}"
 MODE="${DEMO_MODE:-morph}"
 MAX_UPDATE="${DEMO_MAX_UPDATE:-800}"

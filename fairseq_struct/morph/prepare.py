@@ -8,17 +8,21 @@ reads PREFIX.en / PREFIX.tr of each split and
 
 1. validates every split (`corpus_io`): bad train pairs are dropped and listed, a bad valid or
    test pair stops the run;
-2. in `morph` mode, segments the target side into morphemes (Turkish: Zemberek); the source
-   side is never segmented;
+2. in `morph` mode, segments the target side into morphemes (Turkish: Zemberek; Inuktitut:
+   Morfessor Baseline learnt from the training split); the source side is never segmented;
 3. trains one joint SentencePiece model on the training text of both sides;
 4. encodes every split and checks that `pieces_to_text` gives back every raw line;
 5. writes, atomically, into --out-dir:
      spm.model                          the SentencePiece model
      {train,valid,test}.sp.{src,tgt}    pieces, the input of fairseq-preprocess
      {valid,test}.raw.{src,tgt}         the raw text of the kept pairs, for sacreBLEU
+     {train,valid,test}.seg.{tgt}       morph mode: the segmented target (￭ between morphemes),
+                                        for morphological density (eval.density_buckets)
      prepare_report.json                what was dropped, unseen characters, long words,
                                         segmentation speed and share of split words
-and prints a summary. `scripts/prepare-en-tr.sh` runs this and then fairseq-preprocess.
+     morfessor.iu.segm                  Inuktitut only: the Morfessor model, reused when present
+and prints a summary. `scripts/prepare-parallel.sh` (behind prepare-en-tr.sh and
+prepare-en-iu.sh) runs this and then fairseq-preprocess.
 """
 
 import argparse
@@ -51,15 +55,30 @@ REPORT_FILE = "prepare_report.json"
 MAX_UNSEEN_LISTED = 200
 
 
-def _segment_turkish(lines: Sequence[str], workers: int) -> Tuple[List[str], Dict[str, object]]:
+def _segment_turkish(
+    lines: Sequence[str],
+    workers: int,
+    segmentation_cache: Optional[str] = None,
+    **_context: object,
+) -> Tuple[List[str], Dict[str, object]]:
     # Imported here: bpe mode must work without zemberek installed.
-    from fairseq_struct.morph.turkish import SegmentationStats, segment_lines, shared_segmenter
+    from fairseq_struct.morph.segmentation_cache import SegmentationCache
+    from fairseq_struct.morph.turkish import (
+        SegmentationStats,
+        cache_fingerprint,
+        segment_lines,
+        shared_segmenter,
+    )
 
     started = time.monotonic()
     shared_segmenter()  # built before the workers fork, so that they inherit it
     built = time.monotonic()
     stats = SegmentationStats()
-    segmented = segment_lines(lines, workers=workers, stats=stats)
+    if segmentation_cache is None:
+        segmented = segment_lines(lines, workers=workers, stats=stats)
+    else:
+        with SegmentationCache(segmentation_cache, cache_fingerprint()) as cache:
+            segmented = segment_lines(lines, workers=workers, stats=stats, cache=cache)
     seconds = time.monotonic() - built
     return segmented, {
         **asdict(stats),
@@ -67,14 +86,35 @@ def _segment_turkish(lines: Sequence[str], workers: int) -> Tuple[List[str], Dic
         "seconds": round(seconds, 2),
         "tokens_per_second": round(stats.tokens / seconds) if seconds > 0 else None,
         "workers": workers,
+        "segmentation_cache": segmentation_cache,
     }
 
 
-# Target languages with a morphological segmenter: lines and workers in, segmented lines and
-# statistics out. Inuktitut (Morfessor) plugs in here.
-SEGMENTERS: Dict[str, Callable[[Sequence[str], int], Tuple[List[str], Dict[str, object]]]] = {
+def _segment_inuktitut(
+    lines: Sequence[str], workers: int, train_lines: int, out_dir: Path
+) -> Tuple[List[str], Dict[str, object]]:
+    from fairseq_struct.morph.inuktitut import segment_corpus
+
+    # `workers` is unused: with its per-word cache the segmenter does about 12,000 words/s in
+    # one process, and Morfessor's training cannot be split. It learns from the training split
+    # only, so that valid and test stay unseen text.
+    return segment_corpus(lines, train_lines, out_dir / INUKTITUT_MODEL_FILE)
+
+
+# Inuktitut's Morfessor model, learnt on the first run and reused by later runs into --out-dir.
+INUKTITUT_MODEL_FILE = "morfessor.iu.segm"
+
+# Target languages with a morphological segmenter, called as
+# `segment(lines, workers, train_lines=N, out_dir=DIR)`: the target lines of train, valid and
+# test in that order, of which the first N are the training split (all that a segmenter that
+# learns may learn from), and the directory where it may keep what it learnt. Segmented lines
+# and statistics come out. Segmenters in CACHING_SEGMENTERS also take
+# `segmentation_cache=FILE` when --segmentation-cache is given.
+SEGMENTERS: Dict[str, Callable[..., Tuple[List[str], Dict[str, object]]]] = {
     "tr": _segment_turkish,
+    "iu": _segment_inuktitut,
 }
+CACHING_SEGMENTERS = frozenset({"tr"})
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -125,6 +165,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "reproduce a model (default: 1)",
     )
     parser.add_argument("--seed", type=int, default=1, help="SentencePiece random seed")
+    parser.add_argument(
+        "--segmentation-cache",
+        metavar="FILE",
+        help="sqlite3 file of segmented lines kept across runs: lines segmented by an earlier "
+        "run with the same analyser are taken from it, new ones are added (Turkish only; "
+        "default: no cache)",
+    )
     args = parser.parse_args(argv)
     if args.vocab_size < 1 or args.workers < 1 or args.spm_threads < 1:
         parser.error("--vocab-size, --workers and --spm-threads must be positive")
@@ -133,6 +180,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
             f"--mode morph has no segmenter for --tgt-lang {args.tgt_lang!r} "
             f"(available: {', '.join(sorted(SEGMENTERS))}); use --mode bpe"
         )
+    if args.segmentation_cache is not None and args.tgt_lang not in CACHING_SEGMENTERS:
+        parser.error(f"--segmentation-cache is not supported for --tgt-lang {args.tgt_lang!r}")
     return args
 
 
@@ -152,11 +201,19 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
     if args.mode == "morph":
         everything = [line for split in SPLITS for line in splits[split].target]
         logger.info("segmenting %d %s lines with %d worker(s)", len(everything), tgt, args.workers)
-        segmented, stats = SEGMENTERS[tgt](everything, args.workers)
+        context: Dict[str, object] = {
+            "train_lines": len(splits["train"].target),
+            "out_dir": out_dir,
+        }
+        if args.segmentation_cache is not None:
+            context["segmentation_cache"] = args.segmentation_cache
+        segmented, stats = SEGMENTERS[tgt](everything, args.workers, **context)
         segmentation = {**stats, **_word_split_counts(segmented)}
         lines = iter(segmented)
         for split in SPLITS:
             texts[split][tgt] = [next(lines) for _ in splits[split].target]
+            # Kept for the analyses: morphological density of the references (eval/).
+            atomic_write_lines(out_dir / f"{split}.seg.{tgt}", texts[split][tgt])
 
     logger.info("training SentencePiece (%s, vocabulary %d)", args.model_type, args.vocab_size)
     model = SentencePieceModel.train(
@@ -290,7 +347,7 @@ def format_summary(report: Dict[str, object]) -> str:
         lines.append(
             f"segmentation: {segmentation['tokens']} tokens in {segmentation['seconds']} s "
             f"({segmentation['tokens_per_second']} tokens/s, {segmentation['workers']} "
-            f"worker(s), after {segmentation['build_seconds']} s building Zemberek); "
+            f"worker(s), after {segmentation['build_seconds']} s building the segmenter); "
             f"{segmentation['split_word_share']:.1%} of {segmentation['words']} words split, "
             f"{segmentation['morphemes_per_word']} morphemes per word"
         )

@@ -12,26 +12,35 @@ apostrophes removed), so the segmenter cuts the *original* characters where the 
 and keeps a token whole when the surfaces do not spell it. An apostrophe before a suffix goes
 with the suffix. Nothing but boundary marks is ever added: removing them gives the input back.
 
-Speed (Zemberek's per-sentence path runs at about 100 tokens/s here), with identical output:
+Speed (Zemberek's per-sentence path runs at about 200 tokens/s here), with identical output:
 - whitespace-separated chunks are tokenized and analysed once per distinct chunk (Zemberek's
   ANTLR lexer never lets a token span a space, so a line's tokens are its chunks' tokens);
 - when no token of a line has candidate analyses that differ in their segmentation, the
   disambiguator cannot change the result and is not run;
 - otherwise a re-implementation of Zemberek's Viterbi decoder runs with the trigram scores and
-  feature weights memoised; it does the same float32 arithmetic in the same order.
+  feature weights memoised; it does the same float32 arithmetic in the same order, and the
+  weights of all new features of a sentence are hashed at once with numpy;
+- `segment_lines` spreads a corpus over forked worker processes, in order, logs progress, and
+  takes the lines an earlier run segmented from a persistent `SegmentationCache`.
+What remains is Zemberek's own analysis of each new word type (about 70% of the time on
+Wikipedia text with empty caches), so the speed-up grows with the length of the corpus:
+`benchmarks/bench_turkish_segmentation.py` measures it.
 """
 
+import gc
+import hashlib
 import logging
 import multiprocessing
-import struct
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
+from fairseq_struct.morph.segmentation_cache import SegmentationCache, SegmentationResult
 
 logger = logging.getLogger(__name__)
 
@@ -43,8 +52,16 @@ MorphemeCuts = Tuple[int, ...]
 _APOSTROPHES = frozenset("'′´`’‘")
 _DROPPED_BY_ZEMBEREK = _APOSTROPHES | {"."}
 
-# Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory.
-_MAX_CACHE_ENTRIES = 500_000
+# Bump when a change here changes any segmentation: entries of persistent caches (made with
+# the old rules) are then no longer used.
+SEGMENTATION_RULES_VERSION = 1
+# Zemberek's data that decides analyses: the lexicon and the disambiguator's weights.
+_FINGERPRINTED_RESOURCES = ("lexicon.csv", "ambiguity/model-compressed")
+
+# Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory
+# (about 200 bytes an entry). All of tr-raw (18k Wikipedia lines) needs 2.3M trigram scores and
+# 2.6M feature weights; clearing them halfway costs more than the memory.
+_MAX_CACHE_ENTRIES = 4_000_000
 
 
 def import_zemberek() -> Any:
@@ -113,18 +130,21 @@ class SegmentationStats:
     lines: int = 0
     tokens: int = 0  # Zemberek tokens (words, numbers, punctuation)
     disambiguated_lines: int = 0  # lines for which the disambiguator had to run
+    cached_lines: int = 0  # lines taken from a SegmentationCache of an earlier run
 
     def add(self, other: "SegmentationStats") -> None:
         self.lines += other.lines
         self.tokens += other.tokens
         self.disambiguated_lines += other.disambiguated_lines
+        self.cached_lines += other.cached_lines
 
 
 class _PerceptronWeights:
-    """Exact pure-Python port of the disambiguator's weight look-up (`CompressedWeights.get_`).
+    """Exact port of the disambiguator's weight look-up (`CompressedWeights.get_`).
 
     Zemberek computes its minimal perfect hash with numpy scalars, one call per character,
-    about 90 µs a feature; this does the same int32 arithmetic with Python ints.
+    about 90 µs a feature; `prefetch` does the same uint32 arithmetic on numpy arrays for all
+    the new features of a sentence at once, and the weights are memoised.
     """
 
     _FNV_OFFSET = 0x811C9DC5  # MultiLevelMphf.INITIAL_HASH_SEED as an unsigned 32-bit int
@@ -134,41 +154,93 @@ class _PerceptronWeights:
         lookup = model.lookup  # CompressedWeights -> LossyIntLookup
         self._data = lookup.data
         self._levels = [
-            (level.key_amount, level.bucket_amount, level.bucket_hash_seed_values)
+            (
+                level.key_amount,
+                level.bucket_amount,
+                np.frombuffer(level.bucket_hash_seed_values, dtype=np.uint8),
+            )
             for level in lookup.mphf.hash_level_data
         ]
         self._failed_indexes = [level.failed_indexes for level in lookup.mphf.hash_level_data]
         self._cache: Dict[str, np.float32] = {}
 
-    def _hash(self, key: str, seed: int) -> int:  # MultiLevelMphf.hash_for_str
-        value = seed if seed > 0 else self._FNV_OFFSET
-        for char in key:
-            value = ((value ^ ord(char)) * self._FNV_PRIME) & 0xFFFFFFFF
-        return value & 0x7FFFFFFF
+    def prefetch(self, features: Iterable[str]) -> None:
+        """Look up every feature that is not memoised yet, in one pass of array arithmetic."""
+        missing = [feature for feature in dict.fromkeys(features) if feature not in self._cache]
+        if not missing:
+            return
+        if len(self._cache) + len(missing) > _MAX_CACHE_ENTRIES:
+            self._cache.clear()
+        codes = _CodePoints(missing)
+        # LossyIntLookup.get_fingerprint: Java's String.hashCode, low 27 bits
+        fingerprints = np.zeros(len(missing), dtype=np.uint64)
+        for column, live in codes.columns():
+            fingerprints[live] = (31 * fingerprints[live] + column[live]) & 0xFFFFFFFF
+        indexes = self._indexes(codes) * 2
+        stored = self._data[indexes].astype(np.int64)
+        matches = (fingerprints & 0x7FFFFFF).astype(np.int64) == stored
+        bits = np.where(matches, self._data[indexes + 1], 0)
+        weights = bits.astype(np.int32).view(np.float32)
+        self._cache.update(zip(missing, weights))
 
-    def _index(self, key: str) -> int:  # MultiLevelMphf.get_for_str
-        initial = self._hash(key, -1)
-        for level, (key_amount, bucket_amount, seeds) in enumerate(self._levels):
-            seed = seeds[initial % bucket_amount] & 0xFF
-            if seed != 0:
-                if level == 0:
-                    return self._hash(key, seed) % key_amount
-                return int(self._failed_indexes[level - 1][self._hash(key, seed) % key_amount])
-        raise AssertionError(f"Zemberek's perfect hash has no level for {key!r}")
+    def _hash(self, codes: "_CodePoints", seeds: np.ndarray) -> np.ndarray:
+        """MultiLevelMphf.hash_for_str of each string of `codes`, from `seeds` (0: the default)."""
+        values = np.where(seeds > 0, seeds, self._FNV_OFFSET).astype(np.uint64)
+        for column, live in codes.columns():
+            values[live] = ((values[live] ^ column[live]) * self._FNV_PRIME) & 0xFFFFFFFF
+        return (values & 0x7FFFFFFF).astype(np.int64)
+
+    def _indexes(self, codes: "_CodePoints") -> np.ndarray:
+        """MultiLevelMphf.get_for_str of each string of `codes`."""
+        initial = self._hash(codes, np.zeros(len(codes), dtype=np.int64))
+        indexes = np.full(len(codes), -1, dtype=np.int64)
+        pending = np.arange(len(codes))
+        for level, (key_amount, bucket_amount, bucket_seeds) in enumerate(self._levels):
+            seeds = bucket_seeds[initial[pending] % bucket_amount].astype(np.int64)
+            found = pending[seeds != 0]
+            slots = self._hash(codes.subset(found), seeds[seeds != 0]) % key_amount
+            indexes[found] = slots if level == 0 else self._failed_indexes[level - 1][slots]
+            pending = pending[seeds == 0]
+            if not len(pending):
+                return indexes
+        raise AssertionError(f"Zemberek's perfect hash has no level for {len(pending)} features")
 
     def __call__(self, feature: str) -> np.float32:
         weight = self._cache.get(feature)
         if weight is None:
-            fingerprint = 0  # LossyIntLookup.get_fingerprint: Java's String.hashCode, 27 bits
-            for char in feature:
-                fingerprint = (31 * fingerprint + ord(char)) & 0xFFFFFFFF
-            index = self._index(feature) * 2
-            bits = int(self._data[index + 1]) if fingerprint & 0x7FFFFFF == self._data[index] else 0
-            weight = np.float32(struct.unpack(">f", struct.pack(">i", bits))[0])
-            if len(self._cache) >= _MAX_CACHE_ENTRIES:
-                self._cache.clear()
-            self._cache[feature] = weight
+            self.prefetch((feature,))
+            weight = self._cache[feature]
         return weight
+
+
+class _CodePoints:
+    """The code points of many strings as a zero-padded matrix, one row a string."""
+
+    def __init__(
+        self,
+        strings: Sequence[str] = (),
+        matrix: Optional[np.ndarray] = None,
+        lengths: Optional[np.ndarray] = None,
+    ) -> None:
+        if matrix is None:
+            lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+            flat = np.frombuffer("".join(strings).encode("utf-32-le"), dtype=np.uint32)
+            matrix = np.zeros((len(strings), int(lengths.max(initial=0))), dtype=np.uint64)
+            rows = np.repeat(np.arange(len(strings)), lengths)
+            starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+            matrix[rows, np.arange(len(flat)) - starts] = flat
+        self.matrix, self.lengths = matrix, lengths
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def subset(self, rows: np.ndarray) -> "_CodePoints":
+        return _CodePoints(matrix=self.matrix[rows], lengths=self.lengths[rows])
+
+    def columns(self) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
+        """Each column, with the mask of the strings long enough to have that character."""
+        for position in range(self.matrix.shape[1]):
+            yield self.matrix[:, position], self.lengths > position
 
 
 class _FastDecoder:
@@ -231,22 +303,33 @@ class _FastDecoder:
         features[groups3] = features.get(groups3, 0) + 1
         return features
 
-    def _trigram_score(self, first: Any, second: Any, third: Any) -> np.float32:
-        key = (first, second, third)
-        score = self._trigram_scores.get(key)
-        if score is None:
+    def _score_trigrams(self, sentence: Sequence[Sequence[Any]]) -> None:
+        """Memoise the score of every trigram the decoder will meet, looking weights up at once."""
+        padded = [(self._begin,), (self._begin,), *sentence, (self._end,)]
+        trigrams = {
+            (first, second, third): None
+            for position in range(2, len(padded))
+            for first in padded[position - 2]
+            for second in padded[position - 1]
+            for third in padded[position]
+        }
+        if len(self._trigram_scores) + len(trigrams) > _MAX_CACHE_ENTRIES:
+            self._trigram_scores.clear()
+        new = [trigram for trigram in trigrams if trigram not in self._trigram_scores]
+        features = [self._features(*trigram) for trigram in new]
+        self.weight.prefetch(feature for counts in features for feature in counts)
+        for trigram, counts in zip(new, features):
             score = np.float32(0)
-            for feature, count in self._features(first, second, third).items():
+            for feature, count in counts.items():
                 weight = self.weight(feature)
                 # weight * 1 is exact, so the float32 product only matters for repeated features
                 score += weight if count == 1 else np.float32(weight * np.float32(count))
-            if len(self._trigram_scores) >= _MAX_CACHE_ENTRIES:
-                self._trigram_scores.clear()
-            self._trigram_scores[key] = score
-        return score
+            self._trigram_scores[trigram] = score
 
     def best_path(self, sentence: Sequence[Sequence[Any]]) -> List[Any]:
         """The best analysis of every token, given each token's candidate analyses."""
+        self._score_trigrams(sentence)
+        scores = self._trigram_scores
         # A hypothesis is [previous analysis, current analysis, back pointer, score].
         current: Dict[Tuple[Any, Any], list] = {
             (self._begin, self._begin): [self._begin, self._begin, None, np.float32(0)]
@@ -256,14 +339,14 @@ class _FastDecoder:
             for analysis in candidates:
                 for hypothesis in current.values():
                     prev, cur, _, score = hypothesis
-                    score = np.float32(score + self._trigram_score(prev, cur, analysis))
+                    score = np.float32(score + scores[prev, cur, analysis])
                     key = (cur, analysis)
                     found = following.get(key)
                     if found is None or score > found[3]:
                         following[key] = [cur, analysis, hypothesis, score]
             current = following
         for hypothesis in current.values():
-            hypothesis[3] += self._trigram_score(hypothesis[0], hypothesis[1], self._end)
+            hypothesis[3] += scores[hypothesis[0], hypothesis[1], self._end]
         best = max(current.values(), key=lambda hypothesis: hypothesis[3])
         path = []
         while best[2] is not None:
@@ -305,7 +388,7 @@ class TurkishSegmenter:
         self.stats.add(SegmentationStats(1, tokens, int(disambiguated)))
         return segmented
 
-    def _segment(self, line: str) -> Tuple[str, int, bool]:
+    def _segment(self, line: str) -> SegmentationResult:
         """The segmented line, its number of tokens, and whether the disambiguator ran."""
         _check_line(line)
         chunks = [self._chunk(text) for text in line.split(" ")]
@@ -410,8 +493,8 @@ class TurkishSegmenter:
     def _spellings(self, char: str) -> FrozenSet[str]:
         """How a surface may write the original `char`: as is, lower-cased, or fully normalised.
 
-        Surfaces are mostly normalised ("istanbul" for "İstanbul", "kağıt" for "kâğıt") but some
-        keep a circumflex ("emevîler" for "Emevîler'in"), and numbers keep their digits as is.
+        Surfaces are mostly normalised ("istanbul" for "İstanbul", "kağıt" for "kâğıt") but
+        some keep a circumflex ("emevîler" for "Emevîler'in"), and numbers keep their digits.
         """
         spellings = self._spellings_of.get(char)
         if spellings is None:
@@ -478,7 +561,7 @@ def shared_segmenter() -> TurkishSegmenter:
     return _SHARED
 
 
-def _segment_in_worker(line: str) -> Tuple[str, int, bool]:
+def _segment_in_worker(line: str) -> SegmentationResult:
     return shared_segmenter()._segment(line)
 
 
@@ -487,34 +570,91 @@ def segment_lines(
     workers: int = 1,
     stats: Optional[SegmentationStats] = None,
     log_every_s: float = 30.0,
+    cache: Optional[SegmentationCache] = None,
 ) -> List[str]:
     """Segment `lines` in order, over `workers` processes, adding to `stats` if given.
 
+    Lines found in `cache` are not segmented again; the others are added to it as they come.
     The shared segmenter is built first, so that forked workers inherit it instead of building
     Zemberek again; where processes are spawned, each worker builds its own.
     """
     stats = SegmentationStats() if stats is None else stats
+    progress = _Progress(len(lines), stats, log_every_s)
+    results: List[Optional[SegmentationResult]] = [None] * len(lines)
+    todo = []
+    for index, line in enumerate(lines):
+        results[index] = None if cache is None else cache.get(line)
+        if results[index] is None:
+            todo.append(index)
+        else:
+            progress.add(results[index], cached=True)
     segmenter = shared_segmenter()
-    if workers <= 1:
-        return _collect(map(segmenter._segment, lines), len(lines), stats, log_every_s)
-    with multiprocessing.Pool(workers) as pool:
-        results = pool.imap(_segment_in_worker, lines, chunksize=256)
-        return _collect(results, len(lines), stats, log_every_s)
+    pool = None
+    if workers > 1 and todo:
+        # Zemberek's lexicon is millions of objects: a forked worker's garbage collector would
+        # touch them all and copy every page; frozen objects are left alone.
+        gc.freeze()
+        pool = multiprocessing.Pool(workers)
+    try:
+        todo_lines = (lines[index] for index in todo)
+        if pool is None:
+            segmented = map(segmenter._segment, todo_lines)
+        else:
+            # Order-preserving; chunks of lines amortise the transfer between processes.
+            segmented = pool.imap(_segment_in_worker, todo_lines, chunksize=64)
+        for index, result in zip(todo, segmented):
+            results[index] = result
+            progress.add(result, cached=False)
+            if cache is not None:
+                cache.put(lines[index], result)
+        if pool is not None:
+            pool.close()
+            pool.join()  # reaped workers count in the caller's RUSAGE_CHILDREN CPU time
+    finally:
+        if pool is not None:
+            pool.terminate()
+        if cache is not None:
+            cache.commit()
+    return [text for text, _, _ in results]
 
 
-def _collect(
-    results: Iterable[Tuple[str, int, bool]],
-    total: int,
-    stats: SegmentationStats,
-    log_every_s: float,
-) -> List[str]:
-    segmented: List[str] = []
-    started = last_log = time.monotonic()
-    for text, tokens, disambiguated in results:
-        segmented.append(text)
-        stats.add(SegmentationStats(1, tokens, int(disambiguated)))
-        if time.monotonic() - last_log >= log_every_s:
-            last_log = time.monotonic()
-            rate = stats.tokens / (last_log - started)
-            logger.info("segmented %d/%d lines, %.0f tokens/s", len(segmented), total, rate)
-    return segmented
+def cache_fingerprint() -> str:
+    """What a cached segmentation depends on: Zemberek's version, lexicon and model, our rules."""
+    zemberek = import_zemberek()
+    name = f"zemberek-{zemberek.__version__}-rules-{SEGMENTATION_RULES_VERSION}"
+    digest = hashlib.sha256(name.encode())
+    resources = Path(zemberek.__file__).parent / "resources"
+    for resource in _FINGERPRINTED_RESOURCES:
+        digest.update((resources / resource).read_bytes())
+    return f"{name}-{digest.hexdigest()[:16]}"
+
+
+class _Progress:
+    """Counts finished lines into `stats` and logs lines done, tokens/s and ETA now and then."""
+
+    def __init__(self, total: int, stats: SegmentationStats, log_every_s: float) -> None:
+        self.total, self.stats, self.log_every_s = total, stats, log_every_s
+        self.done = self.cached = self.segmented_tokens = 0
+        self.started = self.last_log = time.monotonic()
+
+    def add(self, result: SegmentationResult, cached: bool) -> None:
+        _, tokens, disambiguated = result
+        self.stats.add(SegmentationStats(1, tokens, int(disambiguated), int(cached)))
+        self.done += 1
+        self.cached += cached
+        self.segmented_tokens += 0 if cached else tokens
+        now = time.monotonic()
+        if now - self.last_log >= self.log_every_s:
+            self.last_log = now
+            seconds = now - self.started
+            segmented = self.done - self.cached
+            # ETA from the lines segmented so far; cached lines take no time
+            eta = seconds / segmented * (self.total - self.done) if segmented else 0.0
+            logger.info(
+                "segmented %d/%d lines (%d from the cache), %.0f tokens/s, ETA %s",
+                self.done,
+                self.total,
+                self.cached,
+                self.segmented_tokens / max(seconds, 1e-9),
+                time.strftime("%H:%M:%S", time.gmtime(eta)),
+            )

@@ -94,8 +94,13 @@ def test_prepare_writes_pieces_that_stock_fairseq_preprocess_binarizes(tmp_path,
         segmentation = report["segmentation"]
         assert segmentation["lines"] == sum(len(pairs) for pairs in kept.values())
         assert 0 < segmentation["split_word_share"] < 1
+        # The segmented references, kept for morphological density, spell the raw lines.
+        segmented = (out / "test.seg.tr").read_text(encoding="utf-8").splitlines()
+        assert [line.replace(B, "") for line in segmented] == [pair[1] for pair in kept["test"]]
+        assert any(B in line for line in segmented)
     else:
         assert report["segmentation"] is None
+        assert not (out / "test.seg.tr").exists()
     summary = capsys.readouterr().out
     assert "train: 300 pairs kept, 2 dropped (1 empty line, 1 whitespace other than a space)" in (
         summary
@@ -145,8 +150,8 @@ def test_bad_valid_pair_stops_with_file_and_line(tmp_path, capsys):
 
 def test_morph_mode_needs_a_segmenter_for_the_target_language(tmp_path, capsys):
     with pytest.raises(SystemExit):
-        prepare.parse_args(prepare_args(tmp_path, tmp_path, "morph") + ["--tgt-lang", "iu"])
-    assert "no segmenter for --tgt-lang 'iu'" in capsys.readouterr().err
+        prepare.parse_args(prepare_args(tmp_path, tmp_path, "morph") + ["--tgt-lang", "fi"])
+    assert "no segmenter for --tgt-lang 'fi'" in capsys.readouterr().err
 
 
 def test_script_runs_prepare_and_fairseq_preprocess(tmp_path):
@@ -170,4 +175,4 @@ def test_script_without_prefixes_prints_usage():
     script = REPO_ROOT / "scripts" / "prepare-en-tr.sh"
     result = subprocess.run(["bash", script], capture_output=True, text=True)
     assert result.returncode == 2
-    assert "usage: prepare-en-tr.sh --train PREFIX" in result.stderr
+    assert "usage: prepare-parallel.sh --tgt-lang tr|iu --train PREFIX" in result.stderr

@@ -1,14 +1,17 @@
 """TurkishSegmenter: Zemberek's morphemes on the original characters, fast and exact (SPEC 3)."""
 
+import logging
 import random
 
 import pytest
 from conftest import SHARED_DATA
 
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
+from fairseq_struct.morph.segmentation_cache import SegmentationCache
 from fairseq_struct.morph.turkish import (
     SegmentationStats,
     _PerceptronWeights,
+    cache_fingerprint,
     segment_lines,
     shared_segmenter,
 )
@@ -44,9 +47,11 @@ def test_original_case_and_spelling_survive(segmenter):
         ["İstanbul", "'da"],
         ["yaş", "ıyor."],
     ]
-    assert segmenter.segment("ÇOCUKLARIMIZ Iğdır'a gitti") == B.join(["ÇOCUK", "LAR", "IMIZ"]) + (
-        f" Iğdır{B}'a git{B}ti"
-    )
+    assert morphemes(segmenter.segment("ÇOCUKLARIMIZ Iğdır'a gitti")) == [
+        ["ÇOCUK", "LAR", "IMIZ"],
+        ["Iğdır", "'a"],
+        ["git", "ti"],
+    ]
     # Zemberek analyses "kağıtları" and "emevîler'in": the original spelling is kept.
     assert segmenter.segment("kâğıtları") in (f"kâğıt{B}ları", f"kâğıt{B}lar{B}ı")
     assert segmenter.segment("Emevîler'in") == f"Emevîler{B}'in"
@@ -112,6 +117,11 @@ def test_weight_lookup_port_matches_zemberek(segmenter):
     for feature in known + made_up:
         assert weights(feature) == model.get_(feature), feature
     assert any(weights(feature) != 0 for feature in known)
+    # the same weights when a sentence's features are looked up all at once
+    batched = _PerceptronWeights(model)
+    batched.prefetch(known + made_up)
+    features = known + made_up
+    assert [batched._cache[feature] for feature in features] == list(map(weights, features))
 
 
 def test_trigram_features_match_zemberek_extractor(segmenter):
@@ -136,3 +146,30 @@ def test_same_output_as_per_sentence_analyze_and_disambiguate(segmenter):
     disambiguated = segmenter.stats.disambiguated_lines - stats_before.disambiguated_lines
     # both paths were exercised: lines the disambiguator could change, and lines it could not
     assert 0 < disambiguated < len(lines)
+
+
+def test_a_second_run_takes_every_line_from_the_persistent_cache(segmenter, tmp_path):
+    lines = ["Kitaplarımızı okuduk.", "Ali'ye göre, evlerde kimse yok.", "Gel!", "Gel!"]
+    expected = [segmenter.segment(line) for line in lines]
+    path = tmp_path / "segmentation.sqlite"
+    for run, cached in ((1, 0), (2, len(lines))):
+        stats = SegmentationStats()
+        with SegmentationCache(path, cache_fingerprint()) as cache:
+            assert segment_lines(lines, stats=stats, cache=cache) == expected, run
+        assert (stats.lines, stats.cached_lines) == (len(lines), cached), run
+    assert stats.tokens == sum(segmenter._segment(line)[1] for line in lines)
+
+
+def test_cache_fingerprint_names_the_analyser_and_is_stable():
+    pytest.importorskip("zemberek")
+    fingerprint = cache_fingerprint()
+    assert fingerprint.startswith("zemberek-0.2.3-rules-")
+    assert cache_fingerprint() == fingerprint
+
+
+def test_long_runs_log_progress_with_rate_and_eta(segmenter, caplog):
+    lines = ["Kitaplarımızı okuduk.", "Gel!"]
+    with caplog.at_level(logging.INFO, logger="fairseq_struct.morph.turkish"):
+        segment_lines(lines, log_every_s=0.0)
+    assert "segmented 2/2 lines (0 from the cache)" in caplog.text
+    assert "tokens/s, ETA 00:00:00" in caplog.text

@@ -1,0 +1,251 @@
+"""Speed of the project's Turkish segmenter against Zemberek's per-sentence reference (SPEC 3).
+
+    .venv/bin/python benchmarks/bench_turkish_segmentation.py FILE [--reference-lines 900]
+    .venv/bin/python benchmarks/bench_turkish_segmentation.py FILE --lines 4000 --workers 2 \
+        --segmentation-cache /tmp/tr-segmentation.sqlite
+
+FILE: Turkish text, e.g. ../shared/data/tr-raw/tr_wikiner_train_sentences.txt (Wikipedia).
+
+The reference is `analyze_and_disambiguate(line).best_analysis()` line by line; the project is
+`TurkishSegmenter.segment` starting with empty caches ("cold": every word type of the file is
+analysed once, so its rate grows with the length of the file) and then the same lines again
+("warm"). Building Zemberek (~10 s) is excluded on both sides. The file is cut into blocks that
+both sides segment in turns, so that load from other processes hits both alike; with
+--reference-lines N < --lines, the reference segments an evenly spread sample of N lines and
+its rate per token stands for the whole file (`reference_sampled` says so). Every line
+segmented by both sides is compared; the script exits with status 1 if any differs.
+
+Prints one JSON line: rates in tokens/s by process CPU time (what other processes cannot take
+away on a shared CPU) and by wall clock, `ratio` (CPU time, cold caches), the cold rate after
+growing numbers of lines, and with --workers N the wall-clock speed-up of N worker processes
+over one (`segment_lines`, cold caches in every worker).
+"""
+
+import argparse
+import json
+import logging
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Tuple, TypeVar
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from fairseq_struct.morph import turkish  # noqa: E402
+from fairseq_struct.morph.segmentation_cache import SegmentationCache  # noqa: E402
+
+logger = logging.getLogger("bench_turkish_segmentation")
+
+# Both sides segment a block of this many lines in turn.
+BLOCK_LINES = 250
+T = TypeVar("T")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", type=Path, help="Turkish text, one sentence a line")
+    parser.add_argument("--lines", type=int, default=None, help="first N lines (default: all)")
+    parser.add_argument(
+        "--reference-lines",
+        type=int,
+        default=None,
+        help="lines the reference segments, spread evenly over the file (default: all)",
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="also time segment_lines with 1 and N workers"
+    )
+    parser.add_argument(
+        "--scaling-lines", type=int, default=3000, help="lines for the worker scaling run"
+    )
+    parser.add_argument(
+        "--segmentation-cache",
+        type=Path,
+        default=None,
+        help="also run segment_lines with this persistent cache (filled on a first run, "
+        "reused by the next) and check its output",
+    )
+    parser.add_argument("--log-every", type=float, default=30.0, help="progress every N s")
+    return parser.parse_args()
+
+
+class Clock:
+    """Accumulated wall-clock and process CPU seconds of the timed sections."""
+
+    def __init__(self) -> None:
+        self.wall = self.cpu = 0.0
+
+    def run(self, function: Callable[[], T]) -> T:
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = function()
+        self.wall += time.perf_counter() - wall
+        self.cpu += time.process_time() - cpu
+        return result
+
+
+def rates(tokens: int, clock: Clock) -> Dict[str, float]:
+    return {
+        "tokens_per_s_cpu": round(tokens / clock.cpu, 1),
+        "tokens_per_s_wall": round(tokens / clock.wall, 1),
+        "cpu_s": round(clock.cpu, 2),
+        "wall_s": round(clock.wall, 2),
+    }
+
+
+def compare(lines: List[str], reference_every: int, log_every: float, morphology: Any) -> dict:
+    """Cold and reference runs in interleaved blocks, then the warm run."""
+    segmenter = turkish.TurkishSegmenter(morphology)
+    project, reference = Clock(), Clock()
+    segmented: List[str] = []
+    tokens_of: List[int] = []
+    reference_tokens, differing, compared = 0, [], 0
+    by_lines: Dict[int, float] = {}
+    checkpoint = 1000
+    last_log = time.monotonic()
+    for block_start in range(0, len(lines), BLOCK_LINES):
+        block = lines[block_start : block_start + BLOCK_LINES]
+        for text, tokens, _ in project.run(lambda: [segmenter._segment(x) for x in block]):
+            segmented.append(text)
+            tokens_of.append(tokens)
+        sample = range(block_start, block_start + len(block))
+        sample = [i for i in sample if i % reference_every == 0]
+        expected = reference.run(lambda: [segmenter.segment_reference(lines[i]) for i in sample])
+        for index, text in zip(sample, expected):
+            compared += 1
+            reference_tokens += tokens_of[index]
+            if text != segmented[index]:
+                differing.append(index + 1)
+        done = len(segmented)
+        while checkpoint <= done:
+            by_lines[checkpoint] = round(sum(tokens_of[:checkpoint]) / project.cpu, 1)
+            checkpoint *= 2
+        if time.monotonic() - last_log >= log_every:
+            last_log = time.monotonic()
+            left = (len(lines) - done) / done * (project.wall + reference.wall)
+            logger.info(
+                "%d/%d lines; project %.0f tokens/s, reference %.0f tokens/s (CPU); ETA %.0f s",
+                done,
+                len(lines),
+                sum(tokens_of) / project.cpu,
+                reference_tokens / max(reference.cpu, 1e-9),
+                left,
+            )
+    tokens = sum(tokens_of)
+    by_lines[len(lines)] = round(tokens / project.cpu, 1)
+    warm = Clock()
+    again = warm.run(lambda: [segmenter.segment(x) for x in lines])
+    assert again == segmented, "the warm run differs from the cold run"
+    cold_rate = tokens / project.cpu
+    reference_rate = reference_tokens / reference.cpu
+    return {
+        "tokens": tokens,
+        "reference": {**rates(reference_tokens, reference), "lines": compared},
+        "reference_sampled": compared < len(lines),
+        "project_cold": rates(tokens, project),
+        "project_warm": rates(tokens, warm),
+        "ratio": round(cold_rate / reference_rate, 2),
+        "ratio_wall": round((tokens / project.wall) / (reference_tokens / reference.wall), 2),
+        "ratio_warm": round((tokens / warm.cpu) / reference_rate, 2),
+        "project_cold_tokens_per_s_cpu_after_lines": by_lines,
+        # grows with the file: every word type is analysed once, the reference analyses every token
+        "ratio_after_lines": {n: round(rate / reference_rate, 2) for n, rate in by_lines.items()},
+        "disambiguated_lines": segmenter.stats.disambiguated_lines,
+        "compared_lines": compared,
+        "differing_lines": len(differing),
+        "first_differing_line_numbers": differing[:10],
+        "segmented": segmented,
+    }
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_segment_lines(lines: List[str], workers: int, morphology: Any) -> Tuple[List[str], dict]:
+    """segment_lines from cold caches: forked workers inherit a fresh shared segmenter."""
+    turkish._SHARED = turkish.TurkishSegmenter(morphology)
+    wall, cpu, child = time.perf_counter(), time.process_time(), children_cpu()
+    out = turkish.segment_lines(lines, workers=workers)
+    wall = time.perf_counter() - wall
+    cpu = time.process_time() - cpu + children_cpu() - child
+    return out, {"workers": workers, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+
+
+def main() -> int:
+    args = parse_args()
+    logging.basicConfig(
+        format="%(asctime)s | %(message)s", level=logging.INFO, stream=sys.stderr, force=True
+    )
+    lines = args.file.read_text(encoding="utf-8").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    lines = lines[: args.lines]
+    reference_lines = min(args.reference_lines or len(lines), len(lines))
+    reference_every = max(1, len(lines) // max(reference_lines, 1))
+
+    started = time.perf_counter()
+    morphology = turkish.load_morphology()
+    build_s = time.perf_counter() - started
+    result = {
+        "benchmark": "turkish_segmentation",
+        "file": str(args.file),
+        "lines": len(lines),
+        "analyser_build_s_excluded": round(build_s, 1),
+        "reference_method": "analyze_and_disambiguate(line).best_analysis() per line",
+        "reference_lines_every": reference_every,
+    }
+    comparison = compare(lines, reference_every, args.log_every, morphology)
+    segmented = comparison.pop("segmented")
+    result.update(comparison)
+    if reference_every > 1:
+        result["reference_note"] = (
+            f"reference timed on every {reference_every}th line ({comparison['compared_lines']} "
+            "lines); its tokens/s is extrapolated to the file"
+        )
+
+    if args.workers > 1:
+        scaling_lines = lines[: args.scaling_lines]
+        runs = []
+        for workers in (1, args.workers, 1, args.workers):  # in turns: load hits both alike
+            out, run = timed_segment_lines(scaling_lines, workers, morphology)
+            assert out == segmented[: len(scaling_lines)], f"{workers} workers changed the output"
+            runs.append(run)
+        one = min(run["wall_s"] for run in runs if run["workers"] == 1)
+        many = min(run["wall_s"] for run in runs if run["workers"] == args.workers)
+        one_cpu = min(run["cpu_s"] for run in runs if run["workers"] == 1)
+        many_cpu = min(run["cpu_s"] for run in runs if run["workers"] == args.workers)
+        result["workers_scaling"] = {
+            "lines": len(scaling_lines),
+            "runs": runs,
+            "speedup_wall": round(one / many, 2),
+            # On a CPU shared with other processes the wall clock says little; this is the
+            # speed-up with a free core per worker and even load: N x (work of 1) / (work of N).
+            "speedup_from_cpu_time": round(args.workers * one_cpu / many_cpu, 2),
+            "load_average_1min": round(os.getloadavg()[0], 2),
+        }
+
+    if args.segmentation_cache is not None:
+        turkish._SHARED = turkish.TurkishSegmenter(morphology)
+        with SegmentationCache(args.segmentation_cache, turkish.cache_fingerprint()) as cache:
+            stats = turkish.SegmentationStats()
+            wall = time.perf_counter()
+            out = turkish.segment_lines(lines, stats=stats, cache=cache, log_every_s=args.log_every)
+            wall = time.perf_counter() - wall
+        result["segmentation_cache"] = {
+            "file": str(args.segmentation_cache),
+            "cached_lines": stats.cached_lines,
+            "tokens_per_s_wall": round(stats.tokens / wall, 1),
+            "differing_lines": sum(a != b for a, b in zip(out, segmented)),
+        }
+        result["differing_lines"] += result["segmentation_cache"]["differing_lines"]
+
+    result["wall_s_total"] = round(time.perf_counter() - started, 1)
+    print(json.dumps(result))
+    return 1 if result["differing_lines"] > 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

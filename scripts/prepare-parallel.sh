@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Prepare a parallel corpus for fairseq: validate, segment the target side into morphemes (morph
+# mode: Zemberek for Turkish, Morfessor Baseline learnt from the training split for Inuktitut),
+# train one joint SentencePiece model, encode, then binarize with stock fairseq-preprocess. The
+# data-bin directory also keeps spm.model, the raw valid/test text (for sacreBLEU),
+# prepare_report.json and, for Inuktitut, the Morfessor model morfessor.iu.segm (reused when the
+# script runs again into the same directory; delete it to learn from new training text).
+# scripts/prepare-en-tr.sh and scripts/prepare-en-iu.sh call this with their languages.
+set -euo pipefail
+
+usage() {
+    cat <<EOF
+usage: $(basename "$0") --tgt-lang tr|iu --train PREFIX --valid PREFIX --test PREFIX [options]
+
+Each PREFIX names PREFIX.<src> and PREFIX.<tgt>: raw UTF-8 text, one sentence a line,
+line-aligned (Inuktitut in syllabics or romanized).
+
+options:
+  --src-lang L       source language suffix (default: en; never segmented)
+  --tgt-lang L       target language suffix: tr (Zemberek) or iu (Morfessor) for morph mode
+  --mode bpe|morph   bpe: SentencePiece only; morph: morphological segmentation of the
+                     target side, then SentencePiece (default: morph)
+  --vocab-size N     joint SentencePiece vocabulary (default: 8000)
+  --out DIR          output directory (default: data-bin/<src>-<tgt>-<mode>)
+  --workers N        processes for segmentation and fairseq-preprocess (default: 1)
+  -h, --help         show this help
+EOF
+}
+
+src_lang="en" tgt_lang="" train="" valid="" test="" mode="morph" vocab_size=8000 out="" workers=1
+while [[ $# -gt 0 ]]; do
+    if [[ "$1" != -h && "$1" != --help && $# -lt 2 ]]; then
+        echo "error: $1 needs a value" >&2
+        usage >&2
+        exit 2
+    fi
+    case "$1" in
+        --src-lang) src_lang="$2"; shift 2 ;;
+        --tgt-lang) tgt_lang="$2"; shift 2 ;;
+        --train) train="$2"; shift 2 ;;
+        --valid) valid="$2"; shift 2 ;;
+        --test) test="$2"; shift 2 ;;
+        --mode) mode="$2"; shift 2 ;;
+        --vocab-size) vocab_size="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        --workers) workers="$2"; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "error: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+if [[ -z "$tgt_lang" || -z "$train" || -z "$valid" || -z "$test" ]]; then
+    echo "error: --tgt-lang, --train, --valid and --test are required" >&2
+    usage >&2
+    exit 2
+fi
+if [[ "$mode" != "bpe" && "$mode" != "morph" ]]; then
+    echo "error: --mode must be bpe or morph, not '$mode'" >&2
+    exit 2
+fi
+out="${out:-data-bin/$src_lang-$tgt_lang-$mode}"
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="python3"
+preprocess="fairseq-preprocess"
+if [[ -x "$root/.venv/bin/python" ]]; then
+    python="$root/.venv/bin/python"
+fi
+if [[ -x "$root/.venv/bin/fairseq-preprocess" ]]; then
+    preprocess="$root/.venv/bin/fairseq-preprocess"
+fi
+# A checkout works without installing the package.
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+
+"$python" -m fairseq_struct.morph.prepare \
+    --src-lang "$src_lang" --tgt-lang "$tgt_lang" \
+    --train "$train" --valid "$valid" --test "$test" \
+    --mode "$mode" --vocab-size "$vocab_size" --workers "$workers" \
+    --out-dir "$out"
+
+"$preprocess" \
+    --source-lang "$src_lang" --target-lang "$tgt_lang" \
+    --trainpref "$out/train.sp" --validpref "$out/valid.sp" --testpref "$out/test.sp" \
+    --joined-dictionary --destdir "$out" --workers "$workers"
+
+echo "binarized data in $out (train with: fairseq-train $out --user-dir fairseq_struct ...)"
