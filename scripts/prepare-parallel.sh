@@ -23,11 +23,13 @@ options:
   --vocab-size N     joint SentencePiece vocabulary (default: 8000)
   --out DIR          output directory (default: data-bin/<src>-<tgt>-<mode>)
   --workers N        processes for segmentation and fairseq-preprocess (default: 1)
+  --segmentation-cache FILE
+                     Turkish: sqlite file of segmented lines reused across runs
   -h, --help         show this help
 EOF
 }
 
-src_lang="en" tgt_lang="" train="" valid="" test="" mode="morph" vocab_size=8000 out="" workers=1
+src_lang="en" tgt_lang="" train="" valid="" test="" mode="morph" vocab_size=8000 out="" workers=1 cache_args=()
 while [[ $# -gt 0 ]]; do
     if [[ "$1" != -h && "$1" != --help && $# -lt 2 ]]; then
         echo "error: $1 needs a value" >&2
@@ -44,6 +46,7 @@ while [[ $# -gt 0 ]]; do
         --vocab-size) vocab_size="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         --workers) workers="$2"; shift 2 ;;
+        --segmentation-cache) cache_args=(--segmentation-cache "$2"); shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "error: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -75,8 +78,11 @@ export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
     --src-lang "$src_lang" --tgt-lang "$tgt_lang" \
     --train "$train" --valid "$valid" --test "$test" \
     --mode "$mode" --vocab-size "$vocab_size" --workers "$workers" \
-    --out-dir "$out"
+    --out-dir "$out" "${cache_args[@]}"
 
+# prepare has just rewritten the pieces: a dictionary from an earlier run would not match them
+# (and fairseq-preprocess refuses to overwrite it).
+rm -f "$out/dict.$src_lang.txt" "$out/dict.$tgt_lang.txt"
 "$preprocess" \
     --source-lang "$src_lang" --target-lang "$tgt_lang" \
     --trainpref "$out/train.sp" --validpref "$out/valid.sp" --testpref "$out/test.sp" \
