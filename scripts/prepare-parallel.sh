@@ -25,11 +25,15 @@ options:
   --workers N        processes for segmentation and fairseq-preprocess (default: 1)
   --segmentation-cache FILE
                      Turkish: sqlite file of segmented lines reused across runs
+  --spm-model PATH   encode with an existing SentencePiece model (of an earlier run of this
+                     script) instead of training one
+  --dict DIR         binarize with the dictionaries of an earlier run (DIR/dict.<lang>.txt)
+                     instead of building a joined one: for fine-tuning a pretrained model
   -h, --help         show this help
 EOF
 }
 
-src_lang="en" tgt_lang="" train="" valid="" test="" mode="morph" vocab_size=8000 out="" workers=1 cache_args=()
+src_lang="en" tgt_lang="" train="" valid="" test="" mode="morph" vocab_size=8000 out="" workers=1 cache_args=() spm_args=() dict_dir=""
 while [[ $# -gt 0 ]]; do
     if [[ "$1" != -h && "$1" != --help && $# -lt 2 ]]; then
         echo "error: $1 needs a value" >&2
@@ -47,6 +51,8 @@ while [[ $# -gt 0 ]]; do
         --out) out="$2"; shift 2 ;;
         --workers) workers="$2"; shift 2 ;;
         --segmentation-cache) cache_args=(--segmentation-cache "$2"); shift 2 ;;
+        --spm-model) spm_args=(--spm-model "$2"); shift 2 ;;
+        --dict) dict_dir="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "error: unknown argument $1" >&2; usage >&2; exit 2 ;;
     esac
@@ -78,14 +84,27 @@ export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
     --src-lang "$src_lang" --tgt-lang "$tgt_lang" \
     --train "$train" --valid "$valid" --test "$test" \
     --mode "$mode" --vocab-size "$vocab_size" --workers "$workers" \
-    --out-dir "$out" "${cache_args[@]}"
+    --out-dir "$out" "${cache_args[@]}" "${spm_args[@]}"
 
-# prepare has just rewritten the pieces: a dictionary from an earlier run would not match them
-# (and fairseq-preprocess refuses to overwrite it).
+# prepare has just rewritten the pieces: a dictionary from an earlier run into this directory
+# would not match them (and fairseq-preprocess refuses to overwrite it).
+if [[ -n "$dict_dir" ]]; then
+    for lang in "$src_lang" "$tgt_lang"; do
+        if [[ ! -f "$dict_dir/dict.$lang.txt" ]]; then
+            echo "error: $dict_dir/dict.$lang.txt does not exist" >&2
+            exit 2
+        fi
+        cp "$dict_dir/dict.$lang.txt" "$out/given.dict.$lang.txt"
+    done
+    dictionary_args=(--srcdict "$out/given.dict.$src_lang.txt" --tgtdict "$out/given.dict.$tgt_lang.txt")
+else
+    dictionary_args=(--joined-dictionary)
+fi
 rm -f "$out/dict.$src_lang.txt" "$out/dict.$tgt_lang.txt"
 "$preprocess" \
     --source-lang "$src_lang" --target-lang "$tgt_lang" \
     --trainpref "$out/train.sp" --validpref "$out/valid.sp" --testpref "$out/test.sp" \
-    --joined-dictionary --destdir "$out" --workers "$workers"
+    "${dictionary_args[@]}" --destdir "$out" --workers "$workers"
+rm -f "$out/given.dict.$src_lang.txt" "$out/given.dict.$tgt_lang.txt"
 
 echo "binarized data in $out (train with: fairseq-train $out --user-dir fairseq_struct ...)"

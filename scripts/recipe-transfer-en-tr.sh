@@ -20,16 +20,13 @@
 # Each step is skipped when its output exists, so an interrupted recipe can be run again.
 #
 # Fine-tuning must see the pretrained model's vocabulary: SETimes is encoded with the
-# OpenSubtitles spm.model and binarized with its dictionary (fairseq-preprocess --srcdict
-# --tgtdict). morph.prepare always trains a new SentencePiece model, so that step is done here
-# with the package's modules directly.
+# OpenSubtitles spm.model and binarized with its dictionaries (prepare-en-tr.sh --spm-model
+# --dict, i.e. fairseq-preprocess --srcdict --tgtdict).
 set -euo pipefail
 
 usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BIN=""
-if [[ -x "$REPO/.venv/bin/python" ]]; then BIN="$REPO/.venv/bin/"; fi
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 
 RAW=raw SIZE=5m MODE=morph VOCAB=50000 WORK="" WORKERS=1 GPUS=1 PROFILE=paper CPU=()
@@ -84,44 +81,12 @@ if [[ ! -f "$PRETRAIN_CKPT/checkpoint_best.pt" ]]; then
     --profile "$PROFILE" --gpus "$GPUS" "${CPU[@]}" -- "$@"
 fi
 
-# 3. SETimes with the pretraining SentencePiece model, boundary-mark setting and segmenter.
+# 3. SETimes with the pretraining SentencePiece model (and its boundary-mark setting), segmenter
+# and dictionaries, so that every token id means what it meant in pretraining.
 if [[ ! -f "$FINETUNE_BIN/test.raw.tr" ]]; then
-  "${BIN}python" - "$PRETRAIN_BIN" "$FINETUNE_BIN" "$MODE" "$WORKERS" \
-    "$SETIMES_TRAIN" "$WMT/valid" "$WMT/test" <<'EOF'
-import json
-import sys
-from pathlib import Path
-
-from fairseq_struct.morph.corpus_io import atomic_write_lines, read_parallel, split_paths
-from fairseq_struct.morph.markers import pieces_to_text
-from fairseq_struct.morph.prepare import SEGMENTERS
-from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
-
-pretrain, out, mode, workers, *prefixes = sys.argv[1:]
-workers = int(workers)
-settings = json.loads((Path(pretrain) / "prepare_report.json").read_text())["sentencepiece"]
-model = SentencePieceModel(Path(pretrain) / "spm.model", settings["keep_boundary_marks"])
-for split, prefix in zip(("train", "valid", "test"), prefixes):
-    # Same rules as morph.prepare: bad train pairs are dropped, a bad valid/test pair stops.
-    data = read_parallel(*split_paths(prefix, "en", "tr"), split, split == "train")
-    target = SEGMENTERS["tr"](data.target, workers)[0] if mode == "morph" else data.target
-    for lang, raw, text in (("en", data.source, data.source), ("tr", data.target, target)):
-        pieces = model.encode_lines(text, num_threads=workers)
-        for number, (line_pieces, line) in enumerate(zip(pieces, raw), start=1):
-            if pieces_to_text(line_pieces) != line:
-                sys.exit(f"{prefix}.{lang}:{number}: the pieces do not spell the line again")
-        atomic_write_lines(Path(out) / f"{split}.sp.{lang}", (" ".join(p) for p in pieces))
-        if split != "train":
-            atomic_write_lines(Path(out) / f"{split}.raw.{lang}", raw)
-    print(f"{split}: {data.report.pairs_kept} of {data.report.pairs_read} pairs encoded")
-EOF
-  # The pretraining dictionary, so that every token id means what it meant in pretraining.
-  "${BIN}fairseq-preprocess" --source-lang en --target-lang tr \
-    --trainpref "$FINETUNE_BIN/train.sp" --validpref "$FINETUNE_BIN/valid.sp" \
-    --testpref "$FINETUNE_BIN/test.sp" \
-    --srcdict "$PRETRAIN_BIN/dict.en.txt" --tgtdict "$PRETRAIN_BIN/dict.tr.txt" \
-    --destdir "$FINETUNE_BIN" --workers "$WORKERS"
-  cp "$PRETRAIN_BIN/spm.model" "$FINETUNE_BIN/spm.model"
+  "$REPO/scripts/prepare-en-tr.sh" --train "$SETIMES_TRAIN" --valid "$WMT/valid" \
+    --test "$WMT/test" --mode "$MODE" --workers "$WORKERS" --out "$FINETUNE_BIN" \
+    --spm-model "$PRETRAIN_BIN/spm.model" --dict "$PRETRAIN_BIN"
 fi
 
 # 4. Fine-tune from the best pretrained checkpoint. fairseq resets optimizer, scheduler and

@@ -26,6 +26,7 @@ prepare-en-iu.sh) runs this and then fairseq-preprocess.
 """
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -37,6 +38,7 @@ from fairseq_struct.morph.corpus_io import (
     LONG_WORD_CHARS,
     CorpusError,
     ParallelSplit,
+    atomic_write_bytes,
     atomic_write_json,
     atomic_write_lines,
     read_parallel,
@@ -150,6 +152,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         help="keep the morpheme boundary mark as a token of its own (default: dropped; the "
         "pieces still never cross a boundary)",
     )
+    parser.add_argument(
+        "--spm-model",
+        metavar="PATH",
+        help="encode with this existing SentencePiece model instead of training one (e.g. "
+        "fine-tuning data for a pretrained model); its boundary-mark setting is read from the "
+        "prepare_report.json next to it; --vocab-size and --model-type are then ignored",
+    )
     parser.add_argument("--out-dir", required=True, help="where the outputs are written")
     parser.add_argument(
         "--workers",
@@ -185,6 +194,27 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
+def _existing_model(source: Path, destination: Path) -> SentencePieceModel:
+    """The model that encoded earlier data, copied into this output directory.
+
+    Its boundary-mark setting must be the one it was used with, so it comes from the
+    prepare_report.json written next to it, not from this run's options.
+    """
+    if not source.is_file():
+        raise CorpusError(f"{source}: no such SentencePiece model")
+    report_path = source.parent / REPORT_FILE
+    if not report_path.is_file():
+        raise CorpusError(
+            f"{report_path}: missing; --spm-model needs the prepare_report.json of the run that "
+            "trained the model (it records whether boundary marks were kept)"
+        )
+    settings = json.loads(report_path.read_text(encoding="utf-8"))["sentencepiece"]
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if source.resolve() != destination.resolve():
+        atomic_write_bytes(destination, source.read_bytes())
+    return SentencePieceModel(destination, keep_boundary_marks=settings["keep_boundary_marks"])
+
+
 def prepare(args: argparse.Namespace) -> Dict[str, object]:
     """Run all steps; returns the report that is also written to prepare_report.json."""
     out_dir = Path(args.out_dir)
@@ -215,16 +245,20 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
             # Kept for the analyses: morphological density of the references (eval/).
             atomic_write_lines(out_dir / f"{split}.seg.{tgt}", texts[split][tgt])
 
-    logger.info("training SentencePiece (%s, vocabulary %d)", args.model_type, args.vocab_size)
-    model = SentencePieceModel.train(
-        texts["train"][src] + texts["train"][tgt],
-        out_dir / MODEL_FILE,
-        vocab_size=args.vocab_size,
-        model_type=args.model_type,
-        num_threads=args.spm_threads,
-        seed=args.seed,
-        keep_boundary_marks=args.keep_boundary_marks,
-    )
+    if args.spm_model is not None:
+        model = _existing_model(Path(args.spm_model), out_dir / MODEL_FILE)
+        args.keep_boundary_marks = model.keep_boundary_marks
+    else:
+        logger.info("training SentencePiece (%s, vocabulary %d)", args.model_type, args.vocab_size)
+        model = SentencePieceModel.train(
+            texts["train"][src] + texts["train"][tgt],
+            out_dir / MODEL_FILE,
+            vocab_size=args.vocab_size,
+            model_type=args.model_type,
+            num_threads=args.spm_threads,
+            seed=args.seed,
+            keep_boundary_marks=args.keep_boundary_marks,
+        )
 
     encoded: Dict[str, Dict[str, List[List[str]]]] = {}
     for split in SPLITS:
@@ -246,8 +280,9 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         "target_lang": tgt,
         "sentencepiece": {
             "model": str(out_dir / MODEL_FILE),
-            "model_type": args.model_type,
-            "vocab_size_requested": args.vocab_size,
+            "copied_from": args.spm_model,
+            "model_type": None if args.spm_model else args.model_type,
+            "vocab_size_requested": None if args.spm_model else args.vocab_size,
             "vocab_size": model.vocab_size,
             "keep_boundary_marks": args.keep_boundary_marks,
             "training_threads": args.spm_threads,

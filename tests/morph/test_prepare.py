@@ -176,3 +176,42 @@ def test_script_without_prefixes_prints_usage():
     result = subprocess.run(["bash", script], capture_output=True, text=True)
     assert result.returncode == 2
     assert "usage: prepare-parallel.sh --tgt-lang tr|iu --train PREFIX" in result.stderr
+
+
+def test_fine_tuning_data_reuses_the_sentencepiece_model_and_dictionaries(tmp_path):
+    """Fine-tuning data must mean the same token ids as the pretraining data: the script encodes
+    with the earlier spm.model and binarizes with the earlier dictionaries."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    make_corpus(raw)
+    script = REPO_ROOT / "scripts" / "prepare-en-tr.sh"
+    splits = ["--train", raw / "train", "--valid", raw / "valid", "--test", raw / "test"]
+    pretrain, finetune = tmp_path / "pretrain", tmp_path / "finetune"
+    run_tool(
+        ["bash", script, *splits, "--mode", "bpe", "--vocab-size", "300", "--out", pretrain],
+        cwd=tmp_path,
+    )
+    run_tool(
+        [
+            "bash", script, *splits, "--mode", "bpe", "--out", finetune,
+            "--spm-model", pretrain / "spm.model", "--dict", pretrain,
+        ],
+        cwd=tmp_path,
+    )  # fmt: skip
+    for name in ("spm.model", "dict.en.txt", "dict.tr.txt", "test.sp.tr"):
+        assert (finetune / name).read_bytes() == (pretrain / name).read_bytes(), name
+    report = json.loads((finetune / "prepare_report.json").read_text(encoding="utf-8"))
+    assert report["sentencepiece"]["copied_from"] == str(pretrain / "spm.model")
+    assert not list(finetune.glob("given.dict.*"))
+
+
+def test_existing_model_without_its_report_is_refused(tmp_path, capsys):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    make_corpus(raw)
+    lonely = tmp_path / "lonely"
+    lonely.mkdir()
+    (lonely / "spm.model").write_bytes(b"not read")
+    argv = prepare_args(raw, tmp_path / "bin", "bpe") + ["--spm-model", str(lonely / "spm.model")]
+    assert prepare.main(argv) == 1
+    assert f"{lonely / 'prepare_report.json'}: missing" in capsys.readouterr().err
