@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from fairseq_struct.eval.corpus_stats import morphological_density
 from fairseq_struct.eval.score import corpus_scores, read_lines
@@ -206,6 +204,10 @@ def report_to_json(report: DensityReport) -> Dict[str, object]:
 def plot(report: DensityReport, path: str) -> None:
     """PNG: BLEU per non-empty bucket for every system; below it, with several systems, the
     BLEU difference of each system to the first one (Figure 3 of the paper)."""
+    # Imported here: matplotlib is slow to import and only this function draws.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     buckets = [bucket for bucket in report.buckets if bucket.sentences]
     positions = np.arange(len(buckets))
     labels = [f"{bucket.label}\nn={len(bucket.sentences)}" for bucket in buckets]
@@ -343,4 +345,7 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 if __name__ == "__main__":
+    from fairseq_struct.cli_logging import configure_logging
+
+    configure_logging()
     main()

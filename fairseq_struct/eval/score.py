@@ -170,4 +170,7 @@ def _write_json(record: Dict[str, object], path: str) -> None:
 
 
 if __name__ == "__main__":
+    from fairseq_struct.cli_logging import configure_logging
+
+    configure_logging()
     main()

@@ -34,6 +34,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.morph.corpus_io import (
     LONG_WORD_CHARS,
     CorpusError,
@@ -391,13 +392,7 @@ def format_summary(report: Dict[str, object]) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
-    # force: importing fairseq (through fairseq_struct) already set the root logger to DEBUG.
-    logging.basicConfig(
-        format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
-        level=logging.INFO,
-        stream=sys.stderr,
-        force=True,
-    )
+    configure_logging()  # also when main() is called from Python (the tests do)
     try:
         report = prepare(args)
     except CorpusError as error:
