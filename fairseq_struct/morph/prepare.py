@@ -21,11 +21,16 @@ reads PREFIX.en / PREFIX.tr of each split and
      prepare_report.json                what was dropped, unseen characters, long words,
                                         segmentation speed and share of split words
      morfessor.iu.segm                  Inuktitut only: the Morfessor model, reused when present
+     segmentation_cache.sqlite          Turkish only: segmented lines, reused by the next run
+A run that was interrupted starts again without redoing finished work: Turkish lines come from
+the segmentation cache, and the SentencePiece model is reused when prepare_report.json records
+the same training text and options (`training_fingerprint`).
 and prints a summary. `scripts/prepare-parallel.sh` (behind prepare-en-tr.sh and
 prepare-en-iu.sh) runs this and then fairseq-preprocess.
 """
 
 import argparse
+import hashlib
 import json
 import logging
 import sys
@@ -112,12 +117,13 @@ INUKTITUT_MODEL_FILE = "morfessor.iu.segm"
 # test in that order, of which the first N are the training split (all that a segmenter that
 # learns may learn from), and the directory where it may keep what it learnt. Segmented lines
 # and statistics come out. Segmenters in CACHING_SEGMENTERS also take
-# `segmentation_cache=FILE` when --segmentation-cache is given.
+# `segmentation_cache=FILE` (by default a file in the output directory).
 SEGMENTERS: Dict[str, Callable[..., Tuple[List[str], Dict[str, object]]]] = {
     "tr": _segment_turkish,
     "iu": _segment_inuktitut,
 }
 CACHING_SEGMENTERS = frozenset({"tr"})
+DEFAULT_SEGMENTATION_CACHE = "segmentation_cache.sqlite"
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -180,7 +186,14 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         metavar="FILE",
         help="sqlite3 file of segmented lines kept across runs: lines segmented by an earlier "
         "run with the same analyser are taken from it, new ones are added (Turkish only; "
-        "default: no cache)",
+        f"default: OUT_DIR/{DEFAULT_SEGMENTATION_CACHE}, so that an interrupted run starts "
+        "again where it stopped)",
+    )
+    parser.add_argument(
+        "--no-segmentation-cache",
+        action="store_true",
+        help="segment every line again and keep no cache (it takes about twice the size of the "
+        "segmented text on disk)",
     )
     args = parser.parse_args(argv)
     if args.vocab_size < 1 or args.workers < 1 or args.spm_threads < 1:
@@ -193,6 +206,28 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if args.segmentation_cache is not None and args.tgt_lang not in CACHING_SEGMENTERS:
         parser.error(f"--segmentation-cache is not supported for --tgt-lang {args.tgt_lang!r}")
     return args
+
+
+def _training_fingerprint(training_text: Sequence[str], args: argparse.Namespace) -> str:
+    """sha256 of what the SentencePiece model is a function of."""
+    digest = hashlib.sha256()
+    options = (args.vocab_size, args.model_type, args.seed, args.spm_threads)
+    digest.update(repr(options + (args.keep_boundary_marks,)).encode("utf-8"))
+    for line in training_text:
+        digest.update(line.encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def _trained_before(out_dir: Path, fingerprint: str) -> bool:
+    report_path = out_dir / REPORT_FILE
+    if not (out_dir / MODEL_FILE).is_file() or not report_path.is_file():
+        return False
+    try:
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return False
+    return report.get("sentencepiece", {}).get("training_fingerprint") == fingerprint
 
 
 def _existing_model(source: Path, destination: Path) -> SentencePieceModel:
@@ -236,8 +271,11 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
             "train_lines": len(splits["train"].target),
             "out_dir": out_dir,
         }
-        if args.segmentation_cache is not None:
-            context["segmentation_cache"] = args.segmentation_cache
+        if tgt in CACHING_SEGMENTERS and not args.no_segmentation_cache:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            context["segmentation_cache"] = str(
+                args.segmentation_cache or out_dir / DEFAULT_SEGMENTATION_CACHE
+            )
         segmented, stats = SEGMENTERS[tgt](everything, args.workers, **context)
         segmentation = {**stats, **_word_split_counts(segmented)}
         lines = iter(segmented)
@@ -250,16 +288,24 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         model = _existing_model(Path(args.spm_model), out_dir / MODEL_FILE)
         args.keep_boundary_marks = model.keep_boundary_marks
     else:
-        logger.info("training SentencePiece (%s, vocabulary %d)", args.model_type, args.vocab_size)
-        model = SentencePieceModel.train(
-            texts["train"][src] + texts["train"][tgt],
-            out_dir / MODEL_FILE,
-            vocab_size=args.vocab_size,
-            model_type=args.model_type,
-            num_threads=args.spm_threads,
-            seed=args.seed,
-            keep_boundary_marks=args.keep_boundary_marks,
-        )
+        training_text = texts["train"][src] + texts["train"][tgt]
+        fingerprint = _training_fingerprint(training_text, args)
+        if _trained_before(out_dir, fingerprint):
+            logger.info("reusing %s: same training text and options", out_dir / MODEL_FILE)
+            model = SentencePieceModel(out_dir / MODEL_FILE, args.keep_boundary_marks)
+        else:
+            logger.info(
+                "training SentencePiece (%s, vocabulary %d)", args.model_type, args.vocab_size
+            )
+            model = SentencePieceModel.train(
+                training_text,
+                out_dir / MODEL_FILE,
+                vocab_size=args.vocab_size,
+                model_type=args.model_type,
+                num_threads=args.spm_threads,
+                seed=args.seed,
+                keep_boundary_marks=args.keep_boundary_marks,
+            )
 
     encoded: Dict[str, Dict[str, List[List[str]]]] = {}
     for split in SPLITS:
@@ -282,6 +328,7 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         "sentencepiece": {
             "model": str(out_dir / MODEL_FILE),
             "copied_from": args.spm_model,
+            "training_fingerprint": None if args.spm_model else fingerprint,
             "model_type": None if args.spm_model else args.model_type,
             "vocab_size_requested": None if args.spm_model else args.vocab_size,
             "vocab_size": model.vocab_size,

@@ -215,3 +215,28 @@ def test_existing_model_without_its_report_is_refused(tmp_path, capsys):
     argv = prepare_args(raw, tmp_path / "bin", "bpe") + ["--spm-model", str(lonely / "spm.model")]
     assert prepare.main(argv) == 1
     assert f"{lonely / 'prepare_report.json'}: missing" in capsys.readouterr().err
+
+
+def test_second_run_reuses_segmentation_and_sentencepiece_and_writes_the_same(tmp_path, capsys):
+    """A run that stopped (or is repeated) does not redo finished work: Turkish lines come from
+    the segmentation cache in the output directory, and SentencePiece is not trained again when
+    its training text and options are unchanged; a changed option trains again."""
+    pytest.importorskip("zemberek", reason="zemberek-python is needed for --mode morph")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    make_corpus(raw)
+    out = tmp_path / "bin"
+    assert prepare.main(prepare_args(raw, out, "morph")) == 0
+    first = {path.name: path.read_bytes() for path in out.glob("*.s[pe]*.*")}
+    assert (out / "segmentation_cache.sqlite").is_file()
+
+    capsys.readouterr()
+    assert prepare.main(prepare_args(raw, out, "morph")) == 0
+    log = capsys.readouterr().err  # main() logs to stderr
+    assert "reusing" in log and "training SentencePiece" not in log
+    report = json.loads((out / "prepare_report.json").read_text(encoding="utf-8"))
+    assert report["segmentation"]["cached_lines"] == report["segmentation"]["lines"]
+    assert {path.name: path.read_bytes() for path in out.glob("*.s[pe]*.*")} == first
+
+    assert prepare.main(prepare_args(raw, out, "morph", "--seed", "2")) == 0
+    assert "training SentencePiece" in capsys.readouterr().err
