@@ -294,6 +294,9 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
             logger.info("reusing %s: same training text and options", out_dir / MODEL_FILE)
             model = SentencePieceModel(out_dir / MODEL_FILE, args.keep_boundary_marks)
         else:
+            # The old report vouches for the old model only: a run killed while training must
+            # not leave a report whose fingerprint would make the next run trust a new model.
+            (out_dir / REPORT_FILE).unlink(missing_ok=True)
             logger.info(
                 "training SentencePiece (%s, vocabulary %d)", args.model_type, args.vocab_size
             )
