@@ -30,6 +30,8 @@ import sys
 from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
+from fairseq_struct.morph.corpus_io import atomic_write_json
+
 DEFAULT_MAX_CHARS = 100_000
 DEFAULT_SEED = 1
 
@@ -170,9 +172,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         )
     print(json.dumps(results, ensure_ascii=False))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(results, out, indent=2, ensure_ascii=False)
-            out.write("\n")
+        atomic_write_json(args.json, results)
 
 
 if __name__ == "__main__":

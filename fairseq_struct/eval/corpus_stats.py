@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Optional
 
+from fairseq_struct.morph.corpus_io import atomic_write_json
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
 
 
@@ -179,9 +180,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         print(line)
     print(json.dumps(rows, ensure_ascii=False))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as out:
-            json.dump(rows, out, indent=2, ensure_ascii=False)
-            out.write("\n")
+        atomic_write_json(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ and, with several systems, the BLEU difference of each to the first system, as i
 """
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -27,6 +26,7 @@ import numpy as np
 
 from fairseq_struct.eval.corpus_stats import morphological_density
 from fairseq_struct.eval.score import corpus_scores, read_lines
+from fairseq_struct.morph.corpus_io import atomic_write_json
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 
 DEFAULT_EDGES = (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0)
@@ -337,9 +337,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     }
     with open(os.path.join(args.out_dir, "density_buckets.md"), "w", encoding="utf-8") as out:
         out.write("\n".join(table) + "\n")
-    with open(os.path.join(args.out_dir, "density_buckets.json"), "w", encoding="utf-8") as out:
-        json.dump(record, out, indent=2, ensure_ascii=False)
-        out.write("\n")
+    atomic_write_json(os.path.join(args.out_dir, "density_buckets.json"), record)
     plot(report, os.path.join(args.out_dir, "density_buckets.png"))
     print("\n".join(table))
 

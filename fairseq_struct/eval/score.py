@@ -11,7 +11,6 @@ and every other system is tested against it with sacreBLEU's paired tests (`sign
 """
 
 import argparse
-import json
 import sys
 from dataclasses import asdict, dataclass
 from typing import Dict, List, Optional, Sequence
@@ -20,6 +19,7 @@ from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 
 from fairseq_struct.eval.significance import format_report, paired_test, report_to_json
+from fairseq_struct.morph.corpus_io import atomic_write_json
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         print(score.text)
     if args.json:
         record = scores_to_json(scores, hypotheses, args.ref, len(read_lines(args.ref)))
-        _write_json(record, args.json)
+        atomic_write_json(args.json, record)
 
 
 def _main_paired(args: argparse.Namespace) -> None:
@@ -160,13 +160,7 @@ def _main_paired(args: argparse.Namespace) -> None:
         print(line)
     if args.json:
         record = {"references": args.ref, "sentences": len(references), **report_to_json(report)}
-        _write_json(record, args.json)
-
-
-def _write_json(record: Dict[str, object], path: str) -> None:
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(record, out, indent=2, ensure_ascii=False)
-        out.write("\n")
+        atomic_write_json(args.json, record)
 
 
 if __name__ == "__main__":
