@@ -90,10 +90,10 @@ hypotheses=$out_dir/hyp.txt
 scores=$out_dir/scores.json
 
 # No --post-process: the log keeps SentencePiece pieces and generate_output restores the words.
-# --required-batch-size-multiple 1: with fairseq-fixed 0.12.3.1's compiled batch_by_size, any
-# other value (the default is 8) silently drops the last, partial batch: the longest sentences.
+# fairseq-fixed's dropped last batch is restored by the plugin itself (batching_fix), and
+# generate_output checks that every sentence id is present.
 generate=("${bin}fairseq-generate" "$data_bin" --path "$checkpoint" --user-dir "$user_dir"
-    --task "$task" --gen-subset "$subset" --beam "$beam" --required-batch-size-multiple 1)
+    --task "$task" --gen-subset "$subset" --beam "$beam")
 if [[ -n $batch_size ]]; then
     generate+=(--batch-size "$batch_size")
 fi
