@@ -1,0 +1,172 @@
+"""Whole-Word Attention (WWA, seed 002 section 5; SPEC 4.4).
+
+    out = x + mha_wwa(x) + mha_wind(x)
+
+This module returns mha_wwa(x) + mha_wind(x); the caller adds the residual x.
+
+- mha_wwa: the token vectors of each word are averaged (eq. 8), multi-head attention runs over
+  the m words with Shaw relative positions at word level (clipping k, 16 by default; the paper
+  uses relative positions because absolute ones cannot be added after eq. 8), and each word's
+  output is copied back to its tokens (z_i = ŷ_F(i)).
+- mha_wind: every token attends to the tokens at most w positions away (2w+1 keys, itself
+  included) with relative positions d^K_{j-i}, d^V_{j-i} (eqs. 3-4 of the paper); one table row
+  per offset, since the window lies inside the clipping distance. Keys are gathered as
+  (T, 2w+1) windows by unfolding the padded key tensor, so time and memory are linear in T.
+
+The two attentions have their own q/k/v/out projections: the paper says mha_wind "introduces
+additional trainable variables compared to the traditional Transformer", i.e. it does not reuse
+the weights of mha_wwa. Energy values per head: m² + (2w+1)·n instead of n² (eq. 9).
+"""
+
+import math
+from typing import Optional, Tuple
+
+import torch
+from fairseq.modules.fairseq_dropout import FairseqDropout
+from torch import Tensor, nn
+
+from fairseq_struct.modules.relative_position import RelativePositionEmbeddings
+
+
+def attention_energy_count(num_words: int, num_tokens: int, window: int = 5) -> int:
+    """Energy values per head of WWA for one sequence: m² + (2w+1)·n (eq. 9 of seed 002)."""
+    return num_words**2 + (2 * window + 1) * num_tokens
+
+
+class AttentionProjections(nn.Module):
+    """q/k/v/out projections of one multi-head attention, with fairseq's initialisation."""
+
+    def __init__(self, embed_dim: int, num_heads: int) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        # fairseq's MultiheadAttention initialisation, so both sides of a comparison start alike.
+        for proj in (self.q_proj, self.k_proj, self.v_proj):
+            nn.init.xavier_uniform_(proj.weight, gain=1 / math.sqrt(2))
+            nn.init.constant_(proj.bias, 0.0)
+        nn.init.xavier_uniform_(self.out_proj.weight)
+        nn.init.constant_(self.out_proj.bias, 0.0)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(batch, length, embed_dim) -> (batch, heads, length, head_dim)."""
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def queries_keys_values(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """Scaled queries, keys and values of x (batch, length, embed_dim), split into heads."""
+        q = self.split_heads(self.q_proj(x) * self.head_dim**-0.5)
+        return q, self.split_heads(self.k_proj(x)), self.split_heads(self.v_proj(x))
+
+    def output(self, heads: Tensor) -> Tensor:
+        """(batch, heads, length, head_dim) -> out_proj of the concatenated heads."""
+        batch, _, length, _ = heads.shape
+        return self.out_proj(heads.transpose(1, 2).reshape(batch, length, -1))
+
+
+class WholeWordAttention(nn.Module):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        window: int = 5,
+        max_relative_position: int = 16,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if embed_dim % num_heads != 0:
+            raise ValueError(f"embed_dim {embed_dim} is not a multiple of num_heads {num_heads}")
+        if window < 1:
+            raise ValueError(f"window must be >= 1, got {window}")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.window = window
+        head_dim = embed_dim // num_heads
+        self.word_attention = AttentionProjections(embed_dim, num_heads)
+        self.word_relative_positions = RelativePositionEmbeddings(max_relative_position, head_dim)
+        self.window_attention = AttentionProjections(embed_dim, num_heads)
+        # Clipping at w gives one row per window offset -w..w.
+        self.window_relative_positions = RelativePositionEmbeddings(window, head_dim)
+        self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
+        # Energy values per head of the last forward, summed over the batch (read by tests and
+        # benchmarks to check eq. 9 against what was really computed).
+        self.last_energy_count: Optional[int] = None
+
+    def forward(
+        self, x: Tensor, word_index: Tensor, key_padding_mask: Optional[Tensor] = None
+    ) -> Tensor:
+        """mha_wwa(x) + mha_wind(x), without the residual.
+
+        x: (T, B, C) time-major, as fairseq's encoder layers. word_index: (B, T) long, the word
+        of each token (0, 0, 1, 2, 2, ...), any value at padding. key_padding_mask: (B, T) bool,
+        True at padding, or None. Returns (T, B, C).
+        """
+        tokens = x.transpose(0, 1)
+        words, word_energies = self.whole_word_attention(tokens, word_index, key_padding_mask)
+        window, window_energies = self.windowed_attention(tokens, key_padding_mask)
+        self.last_energy_count = word_energies + window_energies
+        return (words + window).transpose(0, 1)
+
+    def whole_word_attention(
+        self, tokens: Tensor, word_index: Tensor, key_padding_mask: Optional[Tensor]
+    ) -> Tuple[Tensor, int]:
+        """mha_wwa of tokens (B, T, C): (B, T, C) output and energy values per head."""
+        batch, _, dim = tokens.shape
+        if key_padding_mask is not None:
+            # Padding tokens join word 0 with weight 0, whatever word_index says there.
+            word_index = word_index.masked_fill(key_padding_mask, 0)
+            tokens = tokens.masked_fill(key_padding_mask.unsqueeze(-1), 0.0)
+            token_weight = (~key_padding_mask).to(tokens.dtype)
+        else:
+            token_weight = tokens.new_ones(word_index.shape)
+        num_words = int(word_index.max()) + 1
+        token_to_word = word_index.unsqueeze(-1).expand(-1, -1, dim)
+        # eq. 8: x̂_j = mean of the x_i with F(i) = j, as scatter-adds (linear in T).
+        word_sums = tokens.new_zeros(batch, num_words, dim).scatter_add(1, token_to_word, tokens)
+        word_sizes = tokens.new_zeros(batch, num_words).scatter_add(1, word_index, token_weight)
+        words = word_sums / word_sizes.clamp(min=1).unsqueeze(-1)
+        word_padding_mask = word_sizes == 0
+
+        q, k, v = self.word_attention.queries_keys_values(words)
+        relative = self.word_relative_positions
+        bucket_index = relative.bucket_index(num_words, num_words, tokens.device)
+        energies = torch.matmul(q, k.transpose(2, 3)) + relative.key_logits(q, bucket_index)
+        probs = self._masked_softmax(energies, word_padding_mask[:, None, None, :])
+        heads = torch.matmul(probs, v) + relative.value_term(probs, bucket_index)
+        word_outputs = self.word_attention.output(heads)
+        # z_i = ŷ_F(i): every token gets its word's output.
+        return word_outputs.gather(1, token_to_word), batch * energies.size(-2) * energies.size(-1)
+
+    def windowed_attention(
+        self, tokens: Tensor, key_padding_mask: Optional[Tensor]
+    ) -> Tuple[Tensor, int]:
+        """mha_wind of tokens (B, T, C): (B, T, C) output and energy values per head."""
+        batch, length, _ = tokens.shape
+        w = self.window
+        span = 2 * w + 1
+        q, k, v = self.window_attention.queries_keys_values(tokens)
+        # (B, H, T, d) -> (B, H, T, d, 2w+1) views: key j = i + o - w for offset o.
+        k_windows = nn.functional.pad(k, (0, 0, w, w)).unfold(2, span, 1)
+        v_windows = nn.functional.pad(v, (0, 0, w, w)).unfold(2, span, 1)
+        if key_padding_mask is None:
+            key_padding_mask = torch.zeros(batch, length, dtype=torch.bool, device=tokens.device)
+        # Keys outside the sequence count as padding.
+        outside = nn.functional.pad(key_padding_mask, (w, w), value=True).unfold(1, span, 1)
+
+        relative = self.window_relative_positions
+        # (B, H, T, 1, d) @ (B, H, T, d, 2w+1): one row of 2w+1 energies per token.
+        energies = torch.matmul(q.unsqueeze(-2), k_windows).squeeze(-2)
+        energies = energies + torch.matmul(q, relative.relative_keys.transpose(0, 1))
+        probs = self._masked_softmax(energies, outside[:, None, :, :])
+        heads = torch.matmul(probs.unsqueeze(-2), v_windows.transpose(-1, -2)).squeeze(-2)
+        heads = heads + torch.matmul(probs, relative.relative_values)
+        return self.window_attention.output(heads), batch * length * span
+
+    def _masked_softmax(self, energies: Tensor, mask: Tensor) -> Tensor:
+        # The dtype's lowest finite value rather than -inf: a padding token whose whole window is
+        # padding gets finite (ignored) weights instead of NaNs that would reach the gradients.
+        energies = energies.masked_fill(mask, torch.finfo(energies.dtype).min)
+        return self.dropout_module(torch.softmax(energies, dim=-1))
