@@ -10,8 +10,9 @@ This module returns mha_wwa(x) + mha_wind(x); the caller adds the residual x.
   output is copied back to its tokens (z_i = ŷ_F(i)).
 - mha_wind: every token attends to the tokens at most w positions away (2w+1 keys, itself
   included) with relative positions d^K_{j-i}, d^V_{j-i} (eqs. 3-4 of the paper); one table row
-  per offset, since the window lies inside the clipping distance. Keys are gathered as
-  (T, 2w+1) windows by unfolding the padded key tensor, so time and memory are linear in T.
+  per offset, since the window lies inside the clipping distance. The (T, 2w+1) energies are
+  computed one offset at a time from shifted slices of the padded keys, so time and memory are
+  linear in T and no T x T matrix exists.
 
 The two attentions have their own q/k/v/out projections: the paper says mha_wind "introduces
 additional trainable variables compared to the traditional Transformer", i.e. it does not reuse
@@ -148,21 +149,25 @@ class WholeWordAttention(nn.Module):
         w = self.window
         span = 2 * w + 1
         q, k, v = self.window_attention.queries_keys_values(tokens)
-        # (B, H, T, d) -> (B, H, T, d, 2w+1) views: key j = i + o - w for offset o.
-        k_windows = nn.functional.pad(k, (0, 0, w, w)).unfold(2, span, 1)
-        v_windows = nn.functional.pad(v, (0, 0, w, w)).unfold(2, span, 1)
+        # Key j = i + o - w for offset o is row i of the padded keys shifted by o: one slice per
+        # offset, so no (T, 2w+1, d) copy of the keys and values is made, nor saved for backward.
+        k_padded = nn.functional.pad(k, (0, 0, w, w))
+        v_padded = nn.functional.pad(v, (0, 0, w, w))
         if key_padding_mask is None:
             key_padding_mask = torch.zeros(batch, length, dtype=torch.bool, device=tokens.device)
         # Keys outside the sequence count as padding.
         outside = nn.functional.pad(key_padding_mask, (w, w), value=True).unfold(1, span, 1)
 
         relative = self.window_relative_positions
-        # (B, H, T, 1, d) @ (B, H, T, d, 2w+1): one row of 2w+1 energies per token.
-        energies = torch.matmul(q.unsqueeze(-2), k_windows).squeeze(-2)
+        energies = torch.stack(
+            [(q * k_padded[:, :, o : o + length]).sum(-1) for o in range(span)], dim=-1
+        )
+        # Offset o is row o of the relative table (clipping at w): q_i · d^K_{j-i} is a matmul.
         energies = energies + torch.matmul(q, relative.relative_keys.transpose(0, 1))
         probs = self._masked_softmax(energies, outside[:, None, :, :])
-        heads = torch.matmul(probs.unsqueeze(-2), v_windows.transpose(-1, -2)).squeeze(-2)
-        heads = heads + torch.matmul(probs, relative.relative_values)
+        heads = torch.matmul(probs, relative.relative_values)
+        for o in range(span):
+            heads = heads + probs[..., o : o + 1] * v_padded[:, :, o : o + length]
         return self.window_attention.output(heads), batch * length * span
 
     def _masked_softmax(self, energies: Tensor, mask: Tensor) -> Tensor:
