@@ -9,6 +9,7 @@ partial batch of every epoch, validation and generation run (see batching_fix).
 
 from fairseq_struct import batching_fix  # noqa: F401
 from fairseq_struct import checkpoint_safety  # noqa: F401
+from fairseq_struct import criterions  # noqa: F401
 from fairseq_struct import models  # noqa: F401
 from fairseq_struct import multiprocess_training  # noqa: F401
 from fairseq_struct import tasks  # noqa: F401

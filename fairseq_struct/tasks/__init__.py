@@ -1,3 +1,3 @@
 """Registered tasks."""
 
-from fairseq_struct.tasks import translation_morph  # noqa: F401
+from fairseq_struct.tasks import masked_lm_struct, translation_morph  # noqa: F401

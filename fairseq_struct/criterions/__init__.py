@@ -1,0 +1,3 @@
+"""Registered criteria."""
+
+from fairseq_struct.criterions import masked_lm_struct  # noqa: F401

@@ -1,0 +1,116 @@
+"""Masked-LM loss with an optional NSP/SOP loss, and the accuracies that show learning.
+
+loss = MLM cross-entropy per masked token + sentence-pair cross-entropy per pair (the sum of
+the two means, as BERT), reported by fairseq in base 2. Also logged:
+- `mlm_accuracy`: masked tokens predicted exactly;
+- `unigram_accuracy`: what always predicting the most frequent non-special symbol of the
+  dictionary (training counts) would score on the same targets: the baseline to beat;
+- `sentence_accuracy` with a sentence objective.
+
+Works for every RobertaModel (roberta, bert2d, bert_elmo): features come from
+`model(..., features_only=True)`, the LM head is `model.encoder.output_layer`, the pair head is
+`model.classification_heads["sentence_pair"]` (registered by the masked_lm_struct task).
+A model whose LM output covers only part of the dictionary (bert_elmo) maps targets with
+`model.encoder.output_targets`.
+"""
+
+import math
+from typing import Any, Dict, List, Tuple
+
+import torch
+import torch.nn.functional as F
+from fairseq import metrics
+from fairseq.criterions import FairseqCriterion, register_criterion
+from fairseq.dataclass import FairseqDataclass
+
+from fairseq_struct.masked_lm.word_boundaries import special_symbol_lookup
+from fairseq_struct.tasks.masked_lm_struct import SENTENCE_PAIR_HEAD
+
+
+@register_criterion("masked_lm_struct", dataclass=FairseqDataclass)
+class MaskedLMStructCriterion(FairseqCriterion):
+    def __init__(self, task: Any) -> None:
+        super().__init__(task)
+        dictionary = task.source_dictionary
+        counts = torch.tensor(dictionary.count, dtype=torch.float64)
+        counts[special_symbol_lookup(dictionary)] = -1
+        self.most_frequent_symbol = int(counts.argmax())
+
+    def forward(self, model: Any, sample: Dict[str, Any], reduce: bool = True) -> Tuple:
+        masked = sample["target"].ne(self.padding_idx)
+        num_masked = int(masked.sum())
+        features, _ = model(**sample["net_input"], features_only=True)
+        logits = model.encoder.output_layer(features, masked_tokens=masked)
+        targets = sample["target"][masked]
+        unigram_correct = int(targets.eq(self.most_frequent_symbol).sum())
+        output_targets = getattr(model.encoder, "output_targets", None)
+        if output_targets is not None:
+            targets = output_targets(targets)
+        mlm_loss = F.cross_entropy(logits.float(), targets, reduction="sum")
+        nsentences = sample["nsentences"]
+        # The gradient is divided by sample_size: the masked-token count (pairs if none).
+        sample_size = num_masked or nsentences
+        loss = mlm_loss
+        logging_output = {
+            "ntokens": sample["ntokens"],
+            "nsentences": nsentences,
+            "sample_size": sample_size,
+            "num_masked": num_masked,
+            "mlm_loss": mlm_loss.data,
+            "mlm_correct": int(logits.argmax(-1).eq(targets).sum()),
+            "unigram_correct": unigram_correct,
+        }
+        if "sentence_target" in sample:
+            sentence_logits = model.classification_heads[SENTENCE_PAIR_HEAD](features)
+            sentence_target = sample["sentence_target"]
+            sentence_loss = F.cross_entropy(
+                sentence_logits.float(), sentence_target, reduction="sum"
+            )
+            loss = loss + sentence_loss * (sample_size / nsentences)
+            logging_output["sentence_loss"] = sentence_loss.data
+            logging_output["sentence_correct"] = int(
+                sentence_logits.argmax(-1).eq(sentence_target).sum()
+            )
+        logging_output["loss"] = loss.data
+        return loss, sample_size, logging_output
+
+    @staticmethod
+    def reduce_metrics(logging_outputs: List[Dict[str, Any]]) -> None:
+        def total(key: str) -> float:
+            return sum(log.get(key, 0) for log in logging_outputs)
+
+        sample_size = total("sample_size")
+        num_masked = total("num_masked")
+        nsentences = total("nsentences")
+        metrics.log_scalar(
+            "loss", total("loss") / (sample_size or 1) / math.log(2), sample_size, round=3
+        )
+        metrics.log_scalar(
+            "mlm_loss", total("mlm_loss") / (num_masked or 1) / math.log(2), num_masked, round=3
+        )
+        metrics.log_scalar(
+            "mlm_accuracy", 100 * total("mlm_correct") / (num_masked or 1), num_masked, round=2
+        )
+        metrics.log_scalar(
+            "unigram_accuracy",
+            100 * total("unigram_correct") / (num_masked or 1),
+            num_masked,
+            round=2,
+        )
+        if any("sentence_loss" in log for log in logging_outputs):
+            metrics.log_scalar(
+                "sentence_loss",
+                total("sentence_loss") / nsentences / math.log(2),
+                nsentences,
+                round=3,
+            )
+            metrics.log_scalar(
+                "sentence_accuracy",
+                100 * total("sentence_correct") / nsentences,
+                nsentences,
+                round=2,
+            )
+
+    @staticmethod
+    def logging_outputs_can_be_summed() -> bool:
+        return True

@@ -1,0 +1,193 @@
+"""The Transformer encoder of the masked-LM models, with word structure (SPEC 4.2, 4.4).
+
+fairseq's `TransformerEncoder` (what `roberta` uses), subclassed, with three options:
+- absolute positions: 1D, BERT2D's 2D (word + subword), or none; optional segment embeddings;
+- Shaw relative positions (clipping k) in every self-attention;
+- Whole-Word Attention in every layer instead of full self-attention.
+Everything else (layers, layer norms, dropout, LayerDrop) is fairseq's own code.
+
+The word structure of a batch comes from per-token word-start flags: given by the task (computed
+from the tokens *before* masking, so a masked or randomly replaced word keeps its shape), or
+else looked up from the dictionary. fairseq's layers call `self_attn` and `embed_positions`
+with a fixed signature that has no room for it, so the encoder publishes the structure of the
+batch being encoded in a `StructureContext` that those modules read, for the duration of
+`forward` only.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
+
+from fairseq.models.transformer import TransformerEncoder
+from fairseq.utils import safe_getattr
+from torch import Tensor, nn
+
+from fairseq_struct.masked_lm.word_boundaries import WordStructure, word_structure
+from fairseq_struct.modules.role_attention import (
+    RoleAttentionOptions,
+    RoleRelativeMultiheadAttention,
+)
+from fairseq_struct.modules.structural_position_embedding import StructuralPositionEmbedding
+from fairseq_struct.modules.whole_word_attention import WholeWordAttention
+
+
+class StructureContext:
+    """The WordStructure of the batch that the encoder is encoding right now."""
+
+    def __init__(self) -> None:
+        self.current: Optional[WordStructure] = None
+
+    def get(self) -> WordStructure:
+        if self.current is None:
+            raise RuntimeError(
+                "word structure is only available inside StructTransformerEncoder.forward "
+                "(activation checkpointing, which re-runs layers later, is not supported)"
+            )
+        return self.current
+
+
+@dataclass(frozen=True)
+class EncoderStructureOptions:
+    position_embedding: str
+    max_intermediate_subwords: int
+    subword_id_strategy: str
+    num_segments: int
+    relative_positions: int
+    whole_word_attention: bool
+    wwa_window: int
+
+    @classmethod
+    def from_args(cls, args: Any) -> "EncoderStructureOptions":
+        options = cls(
+            position_embedding=args.position_embedding,
+            max_intermediate_subwords=args.max_intermediate_subwords,
+            subword_id_strategy=args.subword_id_strategy,
+            num_segments=args.num_segments,
+            relative_positions=args.relative_positions,
+            whole_word_attention=args.whole_word_attention,
+            wwa_window=args.wwa_window,
+        )
+        if safe_getattr(args, "checkpoint_activations", False):
+            raise ValueError(
+                "the masked-LM struct encoders do not support --checkpoint-activations"
+            )
+        if options.position_embedding == "none" and not (
+            options.relative_positions or options.whole_word_attention
+        ):
+            raise ValueError(
+                "--position-embedding none leaves the encoder without any position information: "
+                "add --relative-positions K or --whole-word-attention"
+            )
+        return options
+
+
+class _PositionsFromContext(nn.Module):
+    """fairseq's `embed_positions(src_tokens)` slot, answered from the batch's word structure."""
+
+    def __init__(self, embedding: StructuralPositionEmbedding, context: StructureContext) -> None:
+        super().__init__()
+        self.embedding = embedding
+        self.context = context
+        self.max_positions = embedding.max_positions
+
+    def forward(self, src_tokens: Tensor) -> Tensor:
+        return self.embedding(self.context.get())
+
+
+class _WholeWordSelfAttention(nn.Module):
+    """fairseq's `self_attn(query=x, key=x, ...)` slot, answered by Whole-Word Attention."""
+
+    def __init__(self, attention: WholeWordAttention, context: StructureContext) -> None:
+        super().__init__()
+        self.attention = attention
+        self.context = context
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Optional[Tensor] = None,
+        need_weights: bool = False,
+        attn_mask: Optional[Tensor] = None,
+    ) -> Tuple[Tensor, None]:
+        if attn_mask is not None:
+            raise ValueError("Whole-Word Attention takes no attn_mask")
+        word_index = self.context.get().word_index
+        return self.attention(query, word_index, key_padding_mask), None
+
+
+class StructTransformerEncoder(TransformerEncoder):
+    def __init__(self, args: Any, dictionary: Any, embed_tokens: nn.Module, word_starts: Tensor):
+        # Read by build_encoder_layer, which fairseq calls from inside super().__init__.
+        self.structure_context = StructureContext()
+        self.structure_options = EncoderStructureOptions.from_args(args)
+        super().__init__(args, dictionary, embed_tokens)
+        self.register_buffer("word_start_lookup", word_starts.bool(), persistent=False)
+        options = self.structure_options
+        if options.position_embedding == "none" and options.num_segments == 0:
+            self.embed_positions = None
+        else:
+            self.embed_positions = _PositionsFromContext(
+                StructuralPositionEmbedding(
+                    options.position_embedding,
+                    args.max_positions,
+                    embed_tokens.embedding_dim,
+                    options.max_intermediate_subwords,
+                    options.subword_id_strategy,
+                    options.num_segments,
+                ),
+                self.structure_context,
+            )
+        self.max_source_positions = args.max_positions
+
+    def build_encoder_layer(self, args: Any) -> nn.Module:
+        layer = super().build_encoder_layer(args)
+        options = self.structure_options
+        embed_dim, heads = args.encoder_embed_dim, args.encoder_attention_heads
+        if options.whole_word_attention:
+            layer.self_attn = _WholeWordSelfAttention(
+                WholeWordAttention(
+                    embed_dim,
+                    heads,
+                    window=options.wwa_window,
+                    max_relative_position=options.relative_positions or 16,
+                    dropout=args.attention_dropout,
+                ),
+                self.structure_context,
+            )
+        elif options.relative_positions > 0:
+            layer.self_attn = RoleRelativeMultiheadAttention(
+                embed_dim,
+                heads,
+                RoleAttentionOptions(
+                    head_dim=embed_dim // heads,
+                    use_roles=False,
+                    max_relative_positions=options.relative_positions,
+                ),
+                dropout=args.attention_dropout,
+                self_attention=True,
+            )
+        return layer
+
+    def max_positions(self) -> int:
+        return self.max_source_positions
+
+    def forward(
+        self,
+        src_tokens: Tensor,
+        src_lengths: Optional[Tensor] = None,
+        return_all_hiddens: bool = False,
+        token_embeddings: Optional[Tensor] = None,
+        word_starts: Optional[Tensor] = None,
+    ):
+        """fairseq's encoder forward; `word_starts` (batch, time) bool, if given, says which
+        tokens begin a word (otherwise the dictionary says it from `src_tokens`)."""
+        if word_starts is None:
+            word_starts = self.word_start_lookup[src_tokens]
+        self.structure_context.current = word_structure(
+            word_starts, src_tokens, self.dictionary.eos()
+        )
+        try:
+            return super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
+        finally:
+            self.structure_context.current = None

@@ -1,0 +1,144 @@
+"""RoBERTa with the structure-aware encoder: the base of `bert2d` and `bert_elmo`.
+
+A `RobertaModel` subclass, so fairseq's LM head, classification heads (used for NSP/SOP here
+and by `sentence_prediction` fine-tuning later), checkpoint upgrades and hub interface all work
+unchanged. Only the encoder's inner Transformer is replaced (`StructTransformerEncoder`).
+"""
+
+from typing import Any, Optional
+
+from fairseq.models.roberta import RobertaEncoder, RobertaModel
+from fairseq.models.roberta.model import base_architecture as roberta_base_architecture
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
+from fairseq.utils import safe_getattr
+from torch import Tensor
+
+from fairseq_struct.masked_lm.word_boundaries import word_start_lookup
+from fairseq_struct.models.struct_encoder import StructTransformerEncoder
+from fairseq_struct.modules.structural_position_embedding import (
+    POSITION_MODES,
+    SUBWORD_STRATEGIES,
+)
+
+
+class StructRobertaEncoder(RobertaEncoder):
+    def __init__(self, args: Any, dictionary: Any, word_starts: Tensor) -> None:
+        # Read by build_encoder, which RobertaEncoder calls from inside its __init__.
+        self.initial_word_starts = word_starts
+        super().__init__(args, dictionary)
+
+    def build_encoder(self, args: Any, dictionary: Any, embed_tokens: Any):
+        encoder = StructTransformerEncoder(args, dictionary, embed_tokens, self.initial_word_starts)
+        encoder.apply(init_bert_params)
+        return encoder
+
+    def forward(
+        self,
+        src_tokens: Tensor,
+        features_only: bool = False,
+        return_all_hiddens: bool = False,
+        masked_tokens: Optional[Tensor] = None,
+        word_starts: Optional[Tensor] = None,
+        **unused: Any,
+    ):
+        x, extra = self.extract_features(
+            src_tokens, return_all_hiddens=return_all_hiddens, word_starts=word_starts
+        )
+        if not features_only:
+            x = self.output_layer(x, masked_tokens=masked_tokens)
+        return x, extra
+
+    def extract_features(
+        self,
+        src_tokens: Tensor,
+        return_all_hiddens: bool = False,
+        word_starts: Optional[Tensor] = None,
+        **kwargs: Any,
+    ):
+        encoder_out = self.sentence_encoder(
+            src_tokens,
+            return_all_hiddens=return_all_hiddens,
+            token_embeddings=kwargs.get("token_embeddings"),
+            word_starts=word_starts,
+        )
+        features = encoder_out["encoder_out"][0].transpose(0, 1)  # T x B x C -> B x T x C
+        inner_states = encoder_out["encoder_states"] if return_all_hiddens else None
+        return features, {"inner_states": inner_states}
+
+
+class StructRobertaModel(RobertaModel):
+    """Subclasses set `encoder_class` and register themselves with fairseq."""
+
+    encoder_class = StructRobertaEncoder
+
+    @staticmethod
+    def add_args(parser: Any) -> None:
+        RobertaModel.add_args(parser)
+        parser.add_argument(
+            "--position-embedding",
+            choices=POSITION_MODES,
+            help="absolute positions: 1d (BERT), 2d (BERT2D: word + subword), none",
+        )
+        parser.add_argument(
+            "--max-intermediate-subwords",
+            type=int,
+            metavar="M",
+            help="BERT2D's M: intermediate subword ids 2..M+1 (paper: 1, 3, 10)",
+        )
+        parser.add_argument(
+            "--subword-id-strategy",
+            choices=SUBWORD_STRATEGIES,
+            help="BERT2D subword ids of words with more than M intermediate pieces",
+        )
+        parser.add_argument(
+            "--num-segments",
+            type=int,
+            metavar="N",
+            help="segment (token type) embeddings; 2 for NSP/SOP sentence pairs, 0 for none",
+        )
+        parser.add_argument(
+            "--relative-positions",
+            type=int,
+            metavar="K",
+            help="Shaw relative positions clipped at K in every self-attention (0: off)",
+        )
+        parser.add_argument(
+            "--whole-word-attention",
+            action="store_true",
+            help="Whole-Word Attention (word-level + windowed token attention) in every layer",
+        )
+        parser.add_argument(
+            "--wwa-window", type=int, metavar="W", help="Whole-Word Attention token window"
+        )
+
+    @classmethod
+    def build_model(cls, args: Any, task: Any) -> "StructRobertaModel":
+        roberta_base_architecture(args)
+        if not safe_getattr(args, "max_positions", None):
+            args.max_positions = safe_getattr(args, "tokens_per_sample", None) or 512
+        word_starts = getattr(task, "word_start_lookup", None)
+        if word_starts is None:  # a task of fairseq's own, e.g. sentence_prediction
+            word_starts = word_start_lookup(
+                task.source_dictionary, safe_getattr(args, "tokens_are_words", False)
+            )
+        return cls(args, cls.encoder_class(args, task.source_dictionary, word_starts))
+
+
+def struct_encoder_defaults(args: Any) -> None:
+    """Defaults of the structure options (a BERT with 1D positions and full attention)."""
+    args.position_embedding = safe_getattr(args, "position_embedding", "1d")
+    args.max_intermediate_subwords = safe_getattr(args, "max_intermediate_subwords", 3)
+    args.subword_id_strategy = safe_getattr(args, "subword_id_strategy", "uniform")
+    args.num_segments = safe_getattr(args, "num_segments", 2)
+    args.relative_positions = safe_getattr(args, "relative_positions", 0)
+    args.whole_word_attention = safe_getattr(args, "whole_word_attention", False)
+    args.wwa_window = safe_getattr(args, "wwa_window", 5)
+
+
+def tiny_dimensions(args: Any) -> None:
+    """Small enough to pretrain in minutes on a CPU (the demo and the tests)."""
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 128)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 512)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 4)
+    args.max_positions = safe_getattr(args, "max_positions", 128)

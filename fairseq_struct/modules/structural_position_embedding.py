@@ -1,0 +1,126 @@
+"""Absolute position embeddings of the masked-LM encoders: 1D, BERT2D's 2D, and segments.
+
+BERT2D (Kaya & Tantuğ; SPEC 4.2) replaces the 1D table by p_2D = p_word(e_i) + p_sub(s_i):
+e_i is the index of the word token i belongs to, s_i its subword id. For a word of m pieces
+with n = m - 2 intermediate pieces: one piece -> [0]; otherwise the first piece is 0, the last
+1, and intermediate piece j (0-based) gets, with M = `max_intermediate`:
+  - uniform (default; the authors' code): 2 + j if n <= M else 2 + round_half_up(j (M-1) / n)
+  - paper: 2 + j if n <= M else 2 + floor(j M / n)
+  - leftover_as_last: 2 + j if j < M else 1
+so ids lie in [0, M + 1] and the subword table has M + 2 rows. The word-position ids depend on
+the words only, never on how finely SentencePiece cut them (the paper's Fig. 3).
+
+The 1D table here has exactly `max_positions` rows (fairseq's learned table adds padding_idx + 1
+rows), so BERT2D has exactly (M + 2) * d_model more parameters than the same encoder in "1d"
+mode. Segment embeddings (BERT's token types, for NSP/SOP pairs) are added when
+`num_segments` > 0.
+"""
+
+from typing import Optional
+
+import torch
+from torch import Tensor, nn
+
+from fairseq_struct.masked_lm.word_boundaries import WordStructure
+
+POSITION_MODES = ("1d", "2d", "none")
+SUBWORD_STRATEGIES = ("uniform", "paper", "leftover_as_last")
+
+
+def subword_position_ids(
+    position_in_word: Tensor, word_length: Tensor, max_intermediate: int, strategy: str
+) -> Tensor:
+    """BERT2D's s_i for every token (integer arithmetic, no float rounding)."""
+    if max_intermediate < 1:
+        raise ValueError(f"max_intermediate (M) must be >= 1, got {max_intermediate}")
+    intermediate = (word_length - 2).clamp(min=1)  # n; clamped only where it is unused
+    j = position_in_word - 1
+    if strategy == "uniform":
+        # round_half_up(j (M-1) / n) == floor((2 j (M-1) + n) / (2 n)) for j, n >= 0.
+        squeezed = 2 + torch.div(
+            2 * j * (max_intermediate - 1) + intermediate, 2 * intermediate, rounding_mode="floor"
+        )
+        middle = torch.where(intermediate <= max_intermediate, 2 + j, squeezed)
+    elif strategy == "paper":
+        squeezed = 2 + torch.div(j * max_intermediate, intermediate, rounding_mode="floor")
+        middle = torch.where(intermediate <= max_intermediate, 2 + j, squeezed)
+    elif strategy == "leftover_as_last":
+        middle = torch.where(j < max_intermediate, 2 + j, torch.ones_like(j))
+    else:
+        raise ValueError(f"subword strategy must be one of {SUBWORD_STRATEGIES}, not {strategy!r}")
+    last = position_in_word == word_length - 1
+    ids = torch.where(last, torch.ones_like(middle), middle)
+    return torch.where(position_in_word == 0, torch.zeros_like(ids), ids)
+
+
+class StructuralPositionEmbedding(nn.Module):
+    def __init__(
+        self,
+        mode: str,
+        max_positions: int,
+        embed_dim: int,
+        max_intermediate: int = 3,
+        subword_strategy: str = "uniform",
+        num_segments: int = 0,
+    ) -> None:
+        super().__init__()
+        if mode not in POSITION_MODES:
+            raise ValueError(f"position mode must be one of {POSITION_MODES}, not {mode!r}")
+        if subword_strategy not in SUBWORD_STRATEGIES:
+            raise ValueError(
+                f"subword strategy must be one of {SUBWORD_STRATEGIES}, not {subword_strategy!r}"
+            )
+        self.mode = mode
+        self.max_positions = max_positions
+        self.max_intermediate = max_intermediate
+        self.subword_strategy = subword_strategy
+        # Word positions in 2d mode, token positions in 1d mode.
+        self.positions: Optional[nn.Embedding] = (
+            nn.Embedding(max_positions, embed_dim) if mode != "none" else None
+        )
+        self.subword_positions: Optional[nn.Embedding] = (
+            nn.Embedding(max_intermediate + 2, embed_dim) if mode == "2d" else None
+        )
+        self.segments: Optional[nn.Embedding] = (
+            nn.Embedding(num_segments, embed_dim) if num_segments > 0 else None
+        )
+        for table in (self.positions, self.subword_positions, self.segments):
+            if table is not None:
+                nn.init.normal_(table.weight, mean=0.0, std=0.02)  # BERT's initialisation
+
+    def position_ids(self, structure: WordStructure) -> Tensor:
+        """(batch, time) row of `positions` per token: the word index in 2d mode."""
+        if self.mode == "2d":
+            return structure.word_index
+        return torch.arange(
+            structure.word_index.shape[1], device=structure.word_index.device
+        ).expand_as(structure.word_index)
+
+    def forward(self, structure: WordStructure) -> Tensor:
+        """(batch, time, embed_dim): the sum of the position (and segment) embeddings."""
+        terms = []
+        if self.positions is not None:
+            ids = self.position_ids(structure)
+            if int(ids.max()) >= self.max_positions:
+                raise ValueError(
+                    f"a sequence needs position {int(ids.max())} but the model has "
+                    f"{self.max_positions} positions (--max-positions / --tokens-per-sample)"
+                )
+            terms.append(self.positions(ids))
+        if self.subword_positions is not None:
+            terms.append(
+                self.subword_positions(
+                    subword_position_ids(
+                        structure.position_in_word,
+                        structure.word_length,
+                        self.max_intermediate,
+                        self.subword_strategy,
+                    )
+                )
+            )
+        if self.segments is not None:
+            segment_ids = structure.segment_index.clamp(max=self.segments.num_embeddings - 1)
+            terms.append(self.segments(segment_ids))
+        if not terms:
+            raise RuntimeError("StructuralPositionEmbedding with mode 'none' and no segments")
+        return sum(terms[1:], terms[0])
