@@ -211,3 +211,64 @@ def atomic_write_json(path: PathLike, value: object) -> None:
 def split_paths(prefix: PathLike, source_lang: str, target_lang: str) -> Tuple[Path, Path]:
     """PREFIX.src and PREFIX.tgt, as fairseq names the files of a split."""
     return Path(f"{prefix}.{source_lang}"), Path(f"{prefix}.{target_lang}")
+
+
+@dataclass
+class DocumentsReport:
+    """What reading one split of monolingual text found; `dataclasses.asdict` gives its JSON."""
+
+    split: str
+    file: str
+    lines_read: int = 0
+    sentences_kept: int = 0
+    documents: int = 0
+    dropped_by_reason: Dict[str, int] = field(default_factory=dict)
+    dropped: List[str] = field(default_factory=list)  # "train.txt:17: ...", first MAX_LISTED
+    long_words: int = 0
+    long_word_examples: List[str] = field(default_factory=list)
+
+
+def read_documents(
+    path: PathLike, split: str, drop_bad_lines: bool
+) -> Tuple[List[str], DocumentsReport]:
+    """Monolingual text, one sentence per line, documents separated by empty lines.
+
+    Returns the sentences with exactly one empty line between documents (runs of empty lines
+    collapse, none at the start or end). Any other problem of `line_problem` drops the line
+    (train) or raises CorpusError (valid/test), as `read_parallel` does.
+    """
+    lines = read_lines(path)
+    report = DocumentsReport(split, str(path), lines_read=len(lines))
+    # SplitReport's long-word counters are reused through a stand-in with the same fields.
+    long_words = SplitReport(split, str(path), str(path))
+    reasons: Counter = Counter()
+    kept: List[str] = []
+    for number, line in enumerate(lines, start=1):
+        _check_reserved(path, number, line)
+        if not line:
+            if kept and kept[-1]:
+                kept.append("")
+            continue
+        problem = line_problem(line)
+        if problem is not None:
+            if not drop_bad_lines:
+                raise CorpusError(
+                    f"{path}:{number}: {problem.message}; {split} lines are never dropped, so "
+                    "that every model is evaluated on the same text"
+                )
+            reasons[problem.kind] += 1
+            if len(report.dropped) < MAX_LISTED:
+                report.dropped.append(f"{path}:{number}: {problem.message}")
+            continue
+        _count_long_words(long_words, path, number, line)
+        kept.append(line)
+    if kept and not kept[-1]:
+        kept.pop()
+    report.sentences_kept = sum(1 for line in kept if line)
+    if not report.sentences_kept:
+        raise CorpusError(f"no usable line in {path}: {dict(reasons) or 'the file is empty'}")
+    report.documents = kept.count("") + 1
+    report.dropped_by_reason = dict(reasons)
+    report.long_words = long_words.long_words
+    report.long_word_examples = long_words.long_word_examples
+    return kept, report

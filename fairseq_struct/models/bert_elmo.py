@@ -1,0 +1,163 @@
+"""BERT-ELMo (Polatbilek; SPEC 4.3): a BERT whose token embeddings come from characters.
+
+Input is whole words (word-level data: `fairseq-preprocess --only-source` on tokenized text,
+task option `--tokens-are-words`). Each dictionary word is spelled with a character
+vocabulary and embedded by the character CNN (`modules.character_cnn`: 7 filter widths, 1,056
+filters, max over time, ReLU, 2 highway layers, projection); positions and segments are added
+as in BERT. The MLM output is over the first `--output-vocab-size` words of the dictionary
+(fairseq sorts it by frequency; rarer target words become <unk>). Every word, also one never
+seen, gets an embedding from its characters: `embed_words(["wug"])`.
+
+    fairseq-train data-bin/tr-mlm-words --user-dir fairseq_struct --task masked_lm_struct \
+        --tokens-are-words --criterion masked_lm_struct --arch bert_elmo_base ...
+"""
+
+from typing import Any, Dict, List
+
+import torch
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.roberta.model import base_architecture as roberta_base_architecture
+from fairseq.utils import safe_getattr
+from torch import Tensor, nn
+
+from fairseq_struct.models.struct_roberta import (
+    StructRobertaEncoder,
+    StructRobertaModel,
+    struct_encoder_defaults,
+    tiny_dimensions,
+)
+from fairseq_struct.modules.character_cnn import HIGHWAY_GATE_BIAS, CharacterCNNWordEmbedder
+from fairseq_struct.modules.character_vocabulary import CharacterVocabulary
+
+
+class DictionaryCharacterEmbedding(nn.Module):
+    """Drop-in for the token embedding table: word id -> the char CNN of the word's spelling.
+
+    The character set is kept in the checkpoint (`character_code_points`), so the model keeps
+    its character ids when it is later loaded with another dictionary (fine-tuning data).
+    """
+
+    def __init__(self, dictionary: Any, embed_dim: int, char_embed_dim: int, max_chars: int):
+        super().__init__()
+        self.symbols: List[str] = list(dictionary.symbols)
+        self.embedding_dim = embed_dim
+        self.padding_idx = dictionary.pad()
+        self.max_chars = max_chars
+        vocabulary = CharacterVocabulary.from_dictionary(dictionary)
+        self.embedder = CharacterCNNWordEmbedder(len(vocabulary), embed_dim, char_embed_dim)
+        self.register_buffer("character_code_points", vocabulary.as_tensor())
+        self._set_vocabulary(vocabulary)
+
+    def _set_vocabulary(self, vocabulary: CharacterVocabulary) -> None:
+        self.vocabulary = vocabulary
+        # Derived from the dictionary, so not saved: (vocab, max_chars) character ids.
+        self.register_buffer(
+            "word_characters",
+            vocabulary.encode_words(self.symbols, self.max_chars),
+            persistent=False,
+        )
+
+    def _load_from_state_dict(self, state_dict: Dict[str, Tensor], prefix: str, *args: Any):
+        saved = state_dict.get(prefix + "character_code_points")
+        if saved is not None and not torch.equal(saved, self.character_code_points):
+            self.character_code_points = saved.clone()
+            self._set_vocabulary(CharacterVocabulary.from_tensor(saved))
+            self.word_characters = self.word_characters.to(saved.device)
+        super()._load_from_state_dict(state_dict, prefix, *args)
+
+    def forward(self, tokens: Tensor) -> Tensor:
+        # Each distinct word of the batch goes through the CNN once.
+        words, inverse = torch.unique(tokens, return_inverse=True)
+        return self.embedder(self.word_characters[words])[inverse]
+
+    def reset_highway_gates(self) -> None:
+        """Back to the carry-biased gates (BERT's initialisation zeroes every Linear bias)."""
+        for highway in self.embedder.highways:
+            nn.init.constant_(highway.gate.bias, HIGHWAY_GATE_BIAS)
+
+    def embed_words(self, words: List[str]) -> Tensor:
+        """(len(words), embed_dim) embeddings of any words, in the dictionary or not."""
+        device = self.character_code_points.device
+        characters = self.vocabulary.encode_words(words, self.max_chars).to(device)
+        return self.embedder(characters)
+
+
+class BertElmoEncoder(StructRobertaEncoder):
+    def build_embedding(self, vocab_size: int, embedding_dim: int, padding_idx: int) -> nn.Module:
+        return DictionaryCharacterEmbedding(
+            self.dictionary, embedding_dim, self.args.char_embed_dim, self.args.max_word_chars
+        )
+
+    def build_lm_head(self, embed_dim: int, output_dim: int, activation_fn: str, weight: Any):
+        # No input embedding matrix exists to tie to: the output layer has its own weights.
+        return super().build_lm_head(embed_dim, self.output_vocab_size, activation_fn, None)
+
+    @property
+    def output_vocab_size(self) -> int:
+        size = self.args.output_vocab_size
+        return len(self.dictionary) if size <= 0 else min(size, len(self.dictionary))
+
+    def output_targets(self, targets: Tensor) -> Tensor:
+        """Dictionary ids -> LM output ids: words beyond the output vocabulary become <unk>."""
+        return targets.masked_fill(targets >= self.output_vocab_size, self.dictionary.unk())
+
+    def embed_words(self, words: List[str]) -> Tensor:
+        return self.sentence_encoder.embed_tokens.embed_words(words)
+
+
+@register_model("bert_elmo")
+class BertElmoModel(StructRobertaModel):
+    encoder_class = BertElmoEncoder
+
+    def __init__(self, args: Any, encoder: BertElmoEncoder) -> None:
+        super().__init__(args, encoder)  # applies BERT's initialisation to every module
+        encoder.sentence_encoder.embed_tokens.reset_highway_gates()
+
+    @staticmethod
+    def add_args(parser: Any) -> None:
+        StructRobertaModel.add_args(parser)
+        parser.add_argument("--char-embed-dim", type=int, help="character embedding size")
+        parser.add_argument(
+            "--max-word-chars",
+            type=int,
+            help="characters per word incl. begin/end marks; longer words are truncated",
+        )
+        parser.add_argument(
+            "--output-vocab-size",
+            type=int,
+            help="MLM output over the N most frequent words (0: the whole dictionary)",
+        )
+
+    @classmethod
+    def build_model(cls, args: Any, task: Any) -> "BertElmoModel":
+        lookup = getattr(task, "word_start_lookup", None)
+        if lookup is not None and not bool(lookup.all()):
+            raise ValueError(
+                "bert_elmo reads whole words: binarize tokenized words (not SentencePiece "
+                "pieces) and pass --tokens-are-words to the masked_lm_struct task"
+            )
+        args.tokens_are_words = True
+        args.untie_weights_roberta = True
+        return super().build_model(args, task)
+
+
+@register_model_architecture("bert_elmo", "bert_elmo")
+def bert_elmo_architecture(args: Any) -> None:
+    args.char_embed_dim = safe_getattr(args, "char_embed_dim", 16)
+    args.max_word_chars = safe_getattr(args, "max_word_chars", 50)
+    args.output_vocab_size = safe_getattr(args, "output_vocab_size", 0)
+    args.untie_weights_roberta = True
+    struct_encoder_defaults(args)
+    roberta_base_architecture(args)
+
+
+@register_model_architecture("bert_elmo", "bert_elmo_base")
+def bert_elmo_base_architecture(args: Any) -> None:
+    args.max_positions = safe_getattr(args, "max_positions", 512)
+    bert_elmo_architecture(args)
+
+
+@register_model_architecture("bert_elmo", "bert_elmo_tiny")
+def bert_elmo_tiny_architecture(args: Any) -> None:
+    tiny_dimensions(args)
+    bert_elmo_architecture(args)

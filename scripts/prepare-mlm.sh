@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Prepare monolingual text for masked-LM pretraining: validate, (morph mode) segment into
+# morphemes, encode with SentencePiece (pieces: bert2d, roberta) or tokenize into words
+# (words: bert_elmo), then binarize with stock `fairseq-preprocess --only-source`.
+# One sentence per line; empty lines separate documents (needed for --sentence-objective).
+set -euo pipefail
+
+usage() {
+    cat <<EOF
+usage: $(basename "$0") --train FILE --valid FILE [--test FILE] --out DIR [options]
+
+options:
+  --units pieces|words  pieces: SentencePiece (bert2d, roberta); words: Moses-tokenized
+                        words with a dictionary that covers every split (bert_elmo)
+                        (default: pieces)
+  --mode bpe|morph      pieces only: morphological segmentation first (default: bpe)
+  --lang L              language: tr (Zemberek) or iu (Morfessor) for morph mode (default: tr)
+  --vocab-size N        SentencePiece vocabulary (default: 8000)
+  --spm-model PATH      encode with an existing SentencePiece model instead of training one
+  --workers N           processes for segmentation and fairseq-preprocess (default: 1)
+  -h, --help            show this help
+EOF
+}
+
+train="" valid="" test="" out="" units="pieces" mode="bpe" lang="tr" vocab_size=8000 workers=1 spm_args=()
+while [[ $# -gt 0 ]]; do
+    if [[ "$1" != -h && "$1" != --help && $# -lt 2 ]]; then
+        echo "error: $1 needs a value" >&2
+        usage >&2
+        exit 2
+    fi
+    case "$1" in
+        --train) train="$2"; shift 2 ;;
+        --valid) valid="$2"; shift 2 ;;
+        --test) test="$2"; shift 2 ;;
+        --out) out="$2"; shift 2 ;;
+        --units) units="$2"; shift 2 ;;
+        --mode) mode="$2"; shift 2 ;;
+        --lang) lang="$2"; shift 2 ;;
+        --vocab-size) vocab_size="$2"; shift 2 ;;
+        --spm-model) spm_args=(--spm-model "$2"); shift 2 ;;
+        --workers) workers="$2"; shift 2 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "error: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+done
+if [[ -z "$train" || -z "$valid" || -z "$out" ]]; then
+    echo "error: --train, --valid and --out are required" >&2
+    usage >&2
+    exit 2
+fi
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="python3"
+preprocess="fairseq-preprocess"
+if [[ -x "$root/.venv/bin/python" ]]; then python="$root/.venv/bin/python"; fi
+if [[ -x "$root/.venv/bin/fairseq-preprocess" ]]; then preprocess="$root/.venv/bin/fairseq-preprocess"; fi
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+
+test_args=()
+if [[ -n "$test" ]]; then test_args=(--test "$test"); fi
+"$python" -m fairseq_struct.masked_lm.prepare \
+    --train "$train" --valid "$valid" "${test_args[@]}" --out-dir "$out/text" \
+    --units "$units" --mode "$mode" --lang "$lang" --vocab-size "$vocab_size" \
+    --workers "$workers" "${spm_args[@]}"
+
+binarize_args=(--trainpref "$out/text/train.txt" --validpref "$out/text/valid.txt")
+if [[ -n "$test" ]]; then binarize_args+=(--testpref "$out/text/test.txt"); fi
+if [[ "$units" == "words" ]]; then
+    # Every word of every split keeps its own id, so BERT-ELMo embeds it from its characters.
+    binarize_args+=(--srcdict "$out/text/dict.txt")
+fi
+rm -f "$out/dict.txt"  # fairseq-preprocess refuses to overwrite the dictionary of an earlier run
+"$preprocess" --only-source "${binarize_args[@]}" --destdir "$out" --workers "$workers"
+if [[ "$units" == "pieces" ]]; then cp "$out/text/spm.model" "$out/spm.model"; fi
+
+echo "binarized data in $out (train with: fairseq-train $out --user-dir fairseq_struct --task masked_lm_struct ...)"
