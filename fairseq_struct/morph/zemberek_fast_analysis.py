@@ -1,0 +1,400 @@
+"""An exact, faster re-implementation of zemberek-python's word analysis (`RuleBasedAnalyzer`).
+
+Zemberek analyses a word by a breadth-first walk of its suffix graph from every stem that is a
+prefix of the word. For each path and each outgoing suffix transition it generates the suffix's
+surface from the path's phonetic attributes (building a string key of the attribute set to
+look the surface up in a per-transition cache), checks the word's tail, the transition's
+conditions, and copies the attribute set. All of that depends only on (state, attribute set),
+so `FastRuleBasedAnalyzer` computes it once per pair: attribute sets are interned frozensets,
+the surfaces and the successor attribute sets of every outgoing transition are memoised, and the
+conditions that test only phonetic attributes are decided once. The walk itself (order of paths,
+of results, the pruning of cyclic paths, the `SingleAnalysis` objects) is Zemberek's.
+
+`fast_morphology(morphology)` returns a shallow copy of a `TurkishMorphology` whose word
+analysis uses it; the original object (and Zemberek's classes) are left as they are, so
+Zemberek's own `analyze_and_disambiguate` stays the unmodified reference.
+"""
+
+import copy
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from fairseq_struct.morph.zemberek_loading import import_zemberek
+
+import_zemberek()
+from zemberek.core.turkish import PhoneticAttribute, TurkishAlphabet  # noqa: E402
+from zemberek.morphology.analysis.attributes_helper import AttributesHelper  # noqa: E402
+from zemberek.morphology.analysis.rule_based_analyzer import RuleBasedAnalyzer  # noqa: E402
+from zemberek.morphology.analysis.single_analysis import SingleAnalysis  # noqa: E402
+from zemberek.morphology.analysis.surface_transitions import SurfaceTransition  # noqa: E402
+from zemberek.morphology.morphotactics.conditions import Conditions  # noqa: E402
+from zemberek.morphology.morphotactics.operator import Operator  # noqa: E402
+
+Attributes = FrozenSet[PhoneticAttribute]
+_TokenType = SurfaceTransition.TemplateTokenType
+_CANNOT_TERMINATE = PhoneticAttribute.CannotTerminate
+# _can_end answers True (keeps the path) beyond this many suffixes, instead of recursing deeper.
+_MAX_DEPTH = 200
+# Memoised answers of _can_end are dropped when there are this many (~150 bytes each).
+_MAX_VIABLE_ENTRIES = 2_000_000
+
+
+class _Path:
+    """Zemberek's `SearchPath`, with slots: the conditions read these attributes and methods."""
+
+    __slots__ = (
+        "tail",
+        "current_state",
+        "transitions",
+        "phonetic_attributes",
+        "terminal",
+        "contains_derivation",
+        "contains_suffix_with_surface",
+    )
+
+    def __init__(
+        self,
+        tail: str,
+        state: Any,
+        transitions: List[Any],
+        attributes: Attributes,
+        contains_derivation: bool,
+        contains_suffix_with_surface: bool,
+    ) -> None:
+        self.tail = tail
+        self.current_state = state
+        self.transitions = transitions
+        self.phonetic_attributes = attributes
+        self.terminal = state.terminal_
+        self.contains_derivation = contains_derivation
+        self.contains_suffix_with_surface = contains_suffix_with_surface
+
+    def has_dictionary_item(self, item: Any) -> bool:
+        return item == self.transitions[0].lexical_transition.item
+
+    def contains_suffix_with_surface_(self) -> bool:
+        return self.contains_suffix_with_surface
+
+    def get_stem_transition(self) -> Any:
+        return self.transitions[0].lexical_transition
+
+    def get_last_transition(self) -> Any:
+        return self.transitions[-1]
+
+    def get_dictionary_item(self) -> Any:
+        return self.transitions[0].lexical_transition.item
+
+    def get_previous_state(self) -> Any:
+        return None if len(self.transitions) < 2 else self.transitions[-2].get_state()
+
+
+# One outgoing transition of a state, for one attribute set: (transition, surface (None where
+# Zemberek cannot generate it and raises), whether it has a surface template, the conditions
+# left to check on the path, attributes after it when it consumes all / part of the tail).
+_Step = Tuple[Any, Optional[str], bool, Tuple[Any, ...], Attributes, Attributes]
+
+
+class FastRuleBasedAnalyzer:
+    """`RuleBasedAnalyzer.analyze` (not ASCII-tolerant) with the per-state work memoised."""
+
+    def __init__(self, analyzer: RuleBasedAnalyzer) -> None:
+        if analyzer.ascii_tolerant:
+            raise ValueError("the ASCII-tolerant analyser is not re-implemented")
+        # UnidentifiedTokenAnalyzer reads these two and adds runtime stems to stem_transitions.
+        self.lexicon = analyzer.lexicon
+        self.stem_transitions = analyzer.stem_transitions
+        self._interned: Dict[Attributes, Attributes] = {}
+        # (state, attributes) -> the steps a tail starting with a character may take, by that
+        # character, and the steps any other tail may take (those that consume no character).
+        self._steps: Dict[Tuple[int, Attributes], Tuple[Dict[str, List[_Step]], List[_Step]]] = {}
+        self._viable: Dict[Tuple[int, Attributes, str], bool] = {}
+
+    def analyze(self, word: str) -> Tuple[SingleAnalysis, ...]:
+        paths = [
+            _Path(
+                word[len(stem.surface) :],
+                stem.to,
+                [SurfaceTransition(stem.surface, stem)],
+                self._intern(frozenset(stem.phonetic_attributes)),
+                False,
+                False,
+            )
+            for stem in self._stems(word)
+        ]
+        if len(paths) <= 30:  # else Zemberek prunes cyclic paths first: keep its list
+            paths = [
+                p for p in paths if self._can_end(p.current_state, p.phonetic_attributes, p.tail)
+            ]
+        return tuple(SingleAnalysis.from_search_path(path) for path in self._search(paths))
+
+    def _stems(self, word: str) -> List[Any]:
+        """`StemTransitions.get_prefix_matches`: the stems of every prefix, shortest first."""
+        single, multi = self.stem_transitions.single_stems, self.stem_transitions.multi_stems
+        matches = []
+        for end in range(1, len(word) + 1):
+            prefix = word[:end]
+            stem = single.get(prefix)
+            if stem is not None:
+                matches.append(stem)
+            elif prefix in multi:
+                matches.extend(multi[prefix])
+        return matches
+
+    def _search(self, paths: List[_Path]) -> List[_Path]:
+        """`RuleBasedAnalyzer.search`: breadth first, results in the order they are reached."""
+        if len(paths) > 30:
+            paths = RuleBasedAnalyzer.prune_cyclic_paths(paths)
+        results = []
+        while paths:
+            following: List[_Path] = []
+            for path in paths:
+                if not path.tail:
+                    if path.terminal and _CANNOT_TERMINATE not in path.phonetic_attributes:
+                        results.append(path)
+                        continue
+                self._advance(path, following)
+            paths = following
+        return results
+
+    def _advance(self, path: _Path, following: List[_Path]) -> None:
+        """`RuleBasedAnalyzer.advance`: append the paths one suffix longer to `following`."""
+        tail = path.tail
+        attributes = path.phonetic_attributes
+        table = self._steps.get((id(path.current_state), attributes))
+        if table is None:
+            table = self._steps_of(path.current_state, attributes)
+        by_first_char, no_char = table
+        for transition, surface, has_surface, conditions, all_tail, part_tail in by_first_char.get(
+            tail[:1], no_char
+        ):
+            if has_surface:
+                if not tail:
+                    continue
+                if surface is None:
+                    raise ValueError(f"Zemberek cannot generate a surface of {transition}")
+                if not tail.startswith(surface):
+                    continue
+            failed = False
+            for condition in conditions:
+                if not condition.accept_(path):
+                    failed = True
+                    break
+            if failed:
+                continue
+            state = transition.to
+            if has_surface:
+                rest = tail[len(surface) :]
+                successor = all_tail if not rest else part_tail
+                if not self._can_end(state, successor, rest):
+                    continue
+                new = _Path(
+                    rest,
+                    state,
+                    path.transitions + [SurfaceTransition(surface, transition)],
+                    successor,
+                    path.contains_derivation or state.derivative,
+                    path.contains_suffix_with_surface or bool(surface),
+                )
+            else:
+                if not self._can_end(state, attributes, tail):
+                    continue
+                new = _Path(
+                    tail,
+                    state,
+                    path.transitions + [SurfaceTransition("", transition)],
+                    attributes,
+                    path.contains_derivation or state.derivative,
+                    path.contains_suffix_with_surface,
+                )
+            following.append(new)
+
+    def _can_end(self, state: Any, attributes: Attributes, tail: str, depth: int = 0) -> bool:
+        """Whether a path could still become an analysis, ignoring the non-phonetic conditions.
+
+        A path for which this is False yields no analysis, so dropping it changes neither the
+        analyses nor their order; it only saves walking it. True is only ever too optimistic: a
+        state met again while its own answer is pending (a cycle of empty suffixes) counts as
+        able to end, and so does a surface Zemberek would fail to generate, or a deep search.
+        """
+        key = (id(state), attributes, tail)
+        known = self._viable.get(key)
+        if known is not None:
+            return known
+        if depth > _MAX_DEPTH:
+            return True
+        if len(self._viable) >= _MAX_VIABLE_ENTRIES:
+            self._viable.clear()
+        self._viable[key] = True  # pending
+        able = not tail and state.terminal_ and _CANNOT_TERMINATE not in attributes
+        if not able:
+            table = self._steps.get((id(state), attributes))
+            if table is None:
+                table = self._steps_of(state, attributes)
+            for transition, surface, has_surface, _, all_tail, part_tail in table[0].get(
+                tail[:1], table[1]
+            ):
+                if has_surface:
+                    if not tail:
+                        continue
+                    if surface is None:
+                        able = True
+                        break
+                    if not tail.startswith(surface):
+                        continue
+                    rest = tail[len(surface) :]
+                    successor = all_tail if not rest else part_tail
+                else:
+                    rest, successor = tail, attributes
+                if self._can_end(transition.to, successor, rest, depth + 1):
+                    able = True
+                    break
+        self._viable[key] = able
+        return able
+
+    def _intern(self, attributes: Attributes) -> Attributes:
+        return self._interned.setdefault(attributes, attributes)
+
+    def _steps_of(
+        self, state: Any, attributes: Attributes
+    ) -> Tuple[Dict[str, List[_Step]], List[_Step]]:
+        steps = []
+        for transition in state.outgoing:
+            conditions = _remaining_conditions(transition.condition, attributes)
+            if conditions is None:
+                continue  # a phonetic condition fails: Zemberek's can_pass would say no
+            has_surface = bool(transition.token_list)
+            surface = _generate_surface(transition, attributes)
+            all_tail = part_tail = attributes
+            if has_surface and surface is not None:
+                all_tail = self._successor(transition, set(attributes))
+                part_tail = self._successor(
+                    transition, AttributesHelper.get_morphemic_attributes(surface, set(attributes))
+                )
+            steps.append((transition, surface, has_surface, conditions, all_tail, part_tail))
+        # A step stays in every list where `advance` could take it, in Zemberek's order; a
+        # surface Zemberek cannot generate (None) raises on any non-empty tail.
+        first_chars = {step[1][0] for step in steps if step[1]}
+        by_first_char = {
+            char: [s for s in steps if s[1] is None or not s[1] or s[1][0] == char]
+            for char in first_chars
+        }
+        no_char = [s for s in steps if s[1] is None or not s[1]]
+        table = self._steps[id(state), attributes] = (by_first_char, no_char)
+        return table
+
+    def _successor(self, transition: Any, attributes: set) -> Attributes:
+        """The end of `RuleBasedAnalyzer.advance`: the attributes a suffix leaves on the path."""
+        attributes.discard(_CANNOT_TERMINATE)
+        last = transition.get_last_template_token().type_
+        if last == _TokenType.LAST_VOICED:
+            attributes.add(PhoneticAttribute.ExpectsConsonant)
+        elif last == _TokenType.LAST_NOT_VOICED:
+            attributes.add(PhoneticAttribute.ExpectsVowel)
+            attributes.add(_CANNOT_TERMINATE)
+        return self._intern(frozenset(attributes))
+
+
+def _phonetic_value(condition: Any, attributes: Attributes) -> Optional[bool]:
+    """The value of a condition that tests phonetic attributes only; None for any other."""
+    if type(condition) is Conditions.HasPhoneticAttribute:
+        return condition.attribute in attributes
+    if type(condition) is Conditions.NotCondition:
+        inner = _phonetic_value(condition.condition, attributes)
+        return None if inner is None else not inner
+    return None
+
+
+def _remaining_conditions(condition: Any, attributes: Attributes) -> Optional[Tuple[Any, ...]]:
+    """What is left to check of `condition` once the phonetic `attributes` are known.
+
+    None: it cannot pass. Otherwise the conditions that must all accept the path. Conditions
+    have no side effects, so deciding some of them earlier does not change the outcome.
+    """
+    if condition is None:
+        return ()
+    value = _phonetic_value(condition, attributes)
+    if value is not None:
+        return () if value else None
+    combined = type(condition) is Conditions.CombinedCondition
+    if combined and condition.operator == Operator.AND and len(condition.conditions) > 1:
+        remaining = []
+        for part in condition.conditions:
+            value = _phonetic_value(part, attributes)
+            if value is False:
+                return None
+            if value is None:
+                remaining.append(part)
+        return tuple(remaining)
+    return (condition,)
+
+
+def _generate_surface(transition: Any, attributes: Attributes) -> Optional[str]:
+    """`SurfaceTransition.generate_surface` without touching Zemberek's surface cache.
+
+    None where Zemberek raises ("Cannot generate A form!"): the analyser raises when it gets
+    there, as Zemberek does.
+    """
+    surface = ""
+    for index, token in enumerate(transition.token_list):
+        current = AttributesHelper.get_morphemic_attributes(surface, set(attributes))
+        type_ = token.type_
+        if type_ == _TokenType.LETTER:
+            surface += token.letter
+        elif type_ == _TokenType.A_WOVEL:
+            if index != 0 or PhoneticAttribute.LastLetterVowel not in attributes:
+                if PhoneticAttribute.LastVowelBack in current:
+                    surface += "a"
+                elif PhoneticAttribute.LastVowelFrontal in current:
+                    surface += "e"
+                else:
+                    return None
+        elif type_ == _TokenType.I_WOVEL:
+            if index != 0 or PhoneticAttribute.LastLetterVowel not in attributes:
+                frontal = PhoneticAttribute.LastVowelFrontal in current
+                back = PhoneticAttribute.LastVowelBack in current
+                rounded = PhoneticAttribute.LastVowelRounded in current
+                if frontal and PhoneticAttribute.LastVowelUnrounded in current:
+                    surface += "i"
+                elif back and PhoneticAttribute.LastVowelUnrounded in current:
+                    surface += "ı"
+                elif back and rounded:
+                    surface += "u"
+                elif frontal and rounded:
+                    surface += "ü"
+                else:
+                    return None
+        elif type_ == _TokenType.APPEND:
+            if PhoneticAttribute.LastLetterVowel in current:
+                surface += token.letter
+        elif type_ == _TokenType.DEVOICE_FIRST:
+            letter = token.letter
+            if PhoneticAttribute.LastLetterVoiceless in current:
+                letter = TurkishAlphabet.INSTANCE.devoice(letter)
+            surface += letter
+        elif type_ in (_TokenType.LAST_VOICED, _TokenType.LAST_NOT_VOICED):
+            surface += token.letter
+    return surface
+
+
+def fast_morphology(morphology: Any) -> Any:
+    """A shallow copy of `morphology` whose word analysis runs on `FastRuleBasedAnalyzer`."""
+    fast = copy.copy(morphology)
+    fast.analyzer = FastRuleBasedAnalyzer(morphology.analyzer)
+    fast.unidentified_token_analyzer = copy.copy(morphology.unidentified_token_analyzer)
+    fast.unidentified_token_analyzer.analyzer = fast.analyzer
+    return fast
+
+
+def analyses_signature(analyses: Sequence[SingleAnalysis]) -> List[Tuple[Any, ...]]:
+    """What two analysis lists must share to be the same: used by the parity tests."""
+    return [
+        (
+            analysis.item.id_,
+            analysis.item.lemma,
+            analysis.item.primary_pos,
+            analysis.item.secondary_pos,
+            tuple((data.morpheme.id_, data.surface) for data in analysis.morpheme_data_list),
+            tuple(int(boundary) for boundary in analysis.group_boundaries),
+            str(analysis),
+        )
+        for analysis in analyses
+    ]
