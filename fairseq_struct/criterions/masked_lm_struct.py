@@ -48,8 +48,11 @@ class MaskedLMStructCriterion(FairseqCriterion):
             targets = output_targets(targets)
         mlm_loss = F.cross_entropy(logits.float(), targets, reduction="sum")
         nsentences = sample["nsentences"]
-        # The gradient is divided by sample_size: the masked-token count (pairs if none).
-        sample_size = num_masked or nsentences
+        # The gradient is divided by sample_size: the masked-token count. A batch without a
+        # masked token (e.g. the empty lines between documents with --sample-break-mode eos)
+        # weighs nothing, unless it has sentence pairs to learn from.
+        has_pairs = "sentence_target" in sample
+        sample_size = num_masked or (nsentences if has_pairs else 0)
         loss = mlm_loss
         logging_output = {
             "ntokens": sample["ntokens"],
@@ -60,7 +63,7 @@ class MaskedLMStructCriterion(FairseqCriterion):
             "mlm_correct": int(logits.argmax(-1).eq(targets).sum()),
             "unigram_correct": unigram_correct,
         }
-        if "sentence_target" in sample:
+        if has_pairs:
             sentence_logits = model.classification_heads[SENTENCE_PAIR_HEAD](features)
             sentence_target = sample["sentence_target"]
             sentence_loss = F.cross_entropy(

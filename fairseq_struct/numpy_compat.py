@@ -1,0 +1,17 @@
+"""Give fairseq 0.12 the one `numpy.compat` name it uses, which numpy 2 removed.
+
+fairseq-fixed 0.12.3.1 still writes `np.compat.long` (an alias of Python's int) in
+`TokenBlockDataset` (`--sample-break-mode eos`, used by masked-LM and language-model tasks) and
+in `LanguagePairDataset.filter_indices_by_size`; with numpy 2 both raise
+`AttributeError: module 'numpy' has no attribute 'compat'`. Only the missing name is added,
+and only when numpy lacks it.
+"""
+
+import types
+
+import numpy
+
+try:
+    numpy.compat  # noqa: B018  (numpy 1.x has it: nothing to do)
+except AttributeError:
+    numpy.compat = types.SimpleNamespace(long=int)  # type: ignore[attr-defined]
