@@ -104,3 +104,87 @@ def tiny_train_args(data: Path, save_dir: Path, max_update: int) -> list:
         "--log-interval",
         "1",
     ]
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm_data(tmp_path_factory) -> dict:
+    """Small masked-LM corpora binarized by stock `fairseq-preprocess --only-source`: pieces
+    (words of 1-3 pieces, the first marked with ▁) and the same text as whole words, one
+    sentence a line, documents of 4 sentences separated by empty lines."""
+    root = tmp_path_factory.mktemp("tiny-mlm")
+    rng = random.Random(0)
+    stems = [f"\u2581s{i}" for i in range(30)]
+    suffixes = [f"x{i}" for i in range(12)]
+    binarized = {}
+    for units in ("pieces", "words"):
+        (root / units).mkdir()
+    for split, size in (("train", 400), ("valid", 40)):
+        piece_lines, word_lines = [], []
+        for index in range(size):
+            if index and index % 4 == 0:
+                piece_lines.append("")
+                word_lines.append("")
+            words = [
+                [rng.choice(stems)] + rng.sample(suffixes, rng.randint(0, 2))
+                for _ in range(rng.randint(3, 9))
+            ]
+            piece_lines.append(" ".join(piece for word in words for piece in word))
+            word_lines.append(" ".join("".join(word).lstrip("\u2581") for word in words))
+        (root / "pieces" / f"{split}.txt").write_text("\n".join(piece_lines) + "\n", "utf-8")
+        (root / "words" / f"{split}.txt").write_text("\n".join(word_lines) + "\n", "utf-8")
+    for units in ("pieces", "words"):
+        run_tool(
+            [
+                venv_tool("fairseq-preprocess"),
+                "--only-source",
+                "--trainpref",
+                root / units / "train.txt",
+                "--validpref",
+                root / units / "valid.txt",
+                "--destdir",
+                root / units / "bin",
+                "--workers",
+                "1",
+            ],
+            cwd=root,
+        )
+        binarized[units] = root / units / "bin"
+    return binarized
+
+
+def tiny_mlm_train_args(data: Path, save_dir: Path, max_update: int, *extra: str) -> list:
+    """fairseq-train arguments for a few masked-LM updates on the CPU (add --arch etc.)."""
+    return [
+        str(data),
+        "--user-dir",
+        USER_DIR,
+        "--task",
+        "masked_lm_struct",
+        "--criterion",
+        "masked_lm_struct",
+        "--tokens-per-sample",
+        "48",
+        "--max-positions",
+        "48",
+        "--optimizer",
+        "adam",
+        "--lr",
+        "0.0005",
+        "--batch-size",
+        "16",
+        "--max-update",
+        str(max_update),
+        "--save-dir",
+        str(save_dir),
+        "--no-epoch-checkpoints",
+        "--cpu",
+        "--num-workers",
+        "0",
+        "--seed",
+        "1",
+        "--log-format",
+        "simple",
+        "--log-interval",
+        "1",
+        *extra,
+    ]
