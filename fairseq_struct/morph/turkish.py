@@ -36,10 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-import numpy as np
-
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 from fairseq_struct.morph.segmentation_cache import SegmentationCache, SegmentationResult
+from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder
 from fairseq_struct.morph.zemberek_loading import import_zemberek, load_morphology
 
 logger = logging.getLogger(__name__)
@@ -58,9 +57,7 @@ SEGMENTATION_RULES_VERSION = 1
 # Zemberek's data that decides analyses: the lexicon and the disambiguator's weights.
 _FINGERPRINTED_RESOURCES = ("lexicon.csv", "ambiguity/model-compressed")
 
-# Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory
-# (about 200 bytes an entry). All of tr-raw (18k Wikipedia lines) needs 2.3M trigram scores and
-# 2.6M feature weights; clearing them halfway costs more than the memory.
+# Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory.
 _MAX_CACHE_ENTRIES = 4_000_000
 
 
@@ -70,7 +67,9 @@ class _Token:
 
     start: int  # character offsets in the original chunk
     end: int
-    candidates: Tuple[Any, ...]  # SingleAnalysis objects, in Zemberek's order
+    # SingleAnalysis objects, in Zemberek's order, without repeats: Zemberek's decoder compares
+    # hypotheses by value, so of equal analyses only the first can be chosen.
+    candidates: Tuple[Any, ...]
     cuts: Tuple[MorphemeCuts, ...]  # the segmentation each candidate gives, offsets in the token
 
     @property
@@ -107,222 +106,6 @@ class SegmentationStats:
         self.cached_lines += other.cached_lines
 
 
-class _PerceptronWeights:
-    """Exact port of the disambiguator's weight look-up (`CompressedWeights.get_`).
-
-    Zemberek computes its minimal perfect hash with numpy scalars, one call per character,
-    about 90 µs a feature; `prefetch` does the same uint32 arithmetic on numpy arrays for all
-    the new features of a sentence at once, and the weights are memoised.
-    """
-
-    _FNV_OFFSET = 0x811C9DC5  # MultiLevelMphf.INITIAL_HASH_SEED as an unsigned 32-bit int
-    _FNV_PRIME = 16777619
-
-    def __init__(self, model: Any) -> None:
-        lookup = model.lookup  # CompressedWeights -> LossyIntLookup
-        self._data = lookup.data
-        self._levels = [
-            (
-                level.key_amount,
-                level.bucket_amount,
-                np.frombuffer(level.bucket_hash_seed_values, dtype=np.uint8),
-            )
-            for level in lookup.mphf.hash_level_data
-        ]
-        self._failed_indexes = [level.failed_indexes for level in lookup.mphf.hash_level_data]
-        self._cache: Dict[str, np.float32] = {}
-
-    def prefetch(self, features: Iterable[str]) -> None:
-        """Look up every feature that is not memoised yet, in one pass of array arithmetic."""
-        missing = [feature for feature in dict.fromkeys(features) if feature not in self._cache]
-        if not missing:
-            return
-        if len(self._cache) + len(missing) > _MAX_CACHE_ENTRIES:
-            self._cache.clear()
-        codes = _CodePoints(missing)
-        # LossyIntLookup.get_fingerprint: Java's String.hashCode, low 27 bits
-        fingerprints = np.zeros(len(missing), dtype=np.uint64)
-        for column, live in codes.columns():
-            fingerprints[live] = (31 * fingerprints[live] + column[live]) & 0xFFFFFFFF
-        indexes = self._indexes(codes) * 2
-        stored = self._data[indexes].astype(np.int64)
-        matches = (fingerprints & 0x7FFFFFF).astype(np.int64) == stored
-        bits = np.where(matches, self._data[indexes + 1], 0)
-        weights = bits.astype(np.int32).view(np.float32)
-        self._cache.update(zip(missing, weights))
-
-    def _hash(self, codes: "_CodePoints", seeds: np.ndarray) -> np.ndarray:
-        """MultiLevelMphf.hash_for_str of each string of `codes`, from `seeds` (0: the default)."""
-        values = np.where(seeds > 0, seeds, self._FNV_OFFSET).astype(np.uint64)
-        for column, live in codes.columns():
-            values[live] = ((values[live] ^ column[live]) * self._FNV_PRIME) & 0xFFFFFFFF
-        return (values & 0x7FFFFFFF).astype(np.int64)
-
-    def _indexes(self, codes: "_CodePoints") -> np.ndarray:
-        """MultiLevelMphf.get_for_str of each string of `codes`."""
-        initial = self._hash(codes, np.zeros(len(codes), dtype=np.int64))
-        indexes = np.full(len(codes), -1, dtype=np.int64)
-        pending = np.arange(len(codes))
-        for level, (key_amount, bucket_amount, bucket_seeds) in enumerate(self._levels):
-            seeds = bucket_seeds[initial[pending] % bucket_amount].astype(np.int64)
-            found = pending[seeds != 0]
-            slots = self._hash(codes.subset(found), seeds[seeds != 0]) % key_amount
-            indexes[found] = slots if level == 0 else self._failed_indexes[level - 1][slots]
-            pending = pending[seeds == 0]
-            if not len(pending):
-                return indexes
-        raise AssertionError(f"Zemberek's perfect hash has no level for {len(pending)} features")
-
-    def __call__(self, feature: str) -> np.float32:
-        weight = self._cache.get(feature)
-        if weight is None:
-            self.prefetch((feature,))
-            weight = self._cache[feature]
-        return weight
-
-
-class _CodePoints:
-    """The code points of many strings as a zero-padded matrix, one row a string."""
-
-    def __init__(
-        self,
-        strings: Sequence[str] = (),
-        matrix: Optional[np.ndarray] = None,
-        lengths: Optional[np.ndarray] = None,
-    ) -> None:
-        if matrix is None:
-            lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-            flat = np.frombuffer("".join(strings).encode("utf-32-le"), dtype=np.uint32)
-            matrix = np.zeros((len(strings), int(lengths.max(initial=0))), dtype=np.uint64)
-            rows = np.repeat(np.arange(len(strings)), lengths)
-            starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-            matrix[rows, np.arange(len(flat)) - starts] = flat
-        self.matrix, self.lengths = matrix, lengths
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def subset(self, rows: np.ndarray) -> "_CodePoints":
-        return _CodePoints(matrix=self.matrix[rows], lengths=self.lengths[rows])
-
-    def columns(self) -> Iterator[Tuple[np.ndarray, np.ndarray]]:
-        """Each column, with the mask of the strings long enough to have that character."""
-        for position in range(self.matrix.shape[1]):
-            yield self.matrix[:, position], self.lengths > position
-
-
-class _FastDecoder:
-    """Zemberek's `PerceptronAmbiguityResolver.Decoder.best_path` with memoised scores.
-
-    Same hypotheses, same float32 sums in the same order, same tie-breaking (the first best
-    hypothesis in insertion order wins); a dict replaces the linear search for a duplicate
-    (previous, current) hypothesis, which keeps the position of the replaced one just as the
-    original list assignment does.
-    """
-
-    def __init__(self, resolver: Any) -> None:
-        self.weight = _PerceptronWeights(resolver.decoder.model)
-        self._word_data = type(resolver).WordData.from_analysis
-        self._begin = type(resolver).sentence_begin
-        self._end = type(resolver).sentence_end
-        self._words: Dict[Any, Tuple[str, Tuple[str, ...], str, str, str]] = {}
-        self._trigram_scores: Dict[Tuple[Any, Any, Any], np.float32] = {}
-
-    def _word(self, analysis: Any) -> Tuple[str, Tuple[str, ...], str, str, str]:
-        """(lemma, inflectional groups, "lemma+igs", last group, "22:" feature) of an analysis."""
-        word = self._words.get(analysis)
-        if word is None:
-            data = self._word_data(analysis)
-            groups = "+".join(data.igs)
-            if len(self._words) >= _MAX_CACHE_ENTRIES:
-                self._words.clear()
-            word = self._words[analysis] = (
-                data.lemma,
-                tuple(data.igs),
-                f"{data.lemma}+{groups}",
-                data.last_group(),
-                f"22:{analysis.group_boundaries.shape[0]}",
-            )
-        return word
-
-    def _features(self, first: Any, second: Any, third: Any) -> Dict[str, int]:
-        """`FeatureExtractor.extract_from_trigram`: the same keys, counts and insertion order."""
-        r1, _, _, last1, _ = self._word(first)
-        r2, _, r2_ig2, last2, _ = self._word(second)
-        r3, igs3, r3_ig3, _, groups3 = self._word(third)
-        ig2 = r2_ig2[len(r2) + 1 :]
-        features: Dict[str, int] = {}
-        for key in (
-            "2:" + r1 + ig2 + r3_ig3,
-            "3:" + r2_ig2 + "-" + r3_ig3,
-            "4:" + r3_ig3,
-            "9:" + r2 + "-" + r3,
-            "10:" + r3,
-            "10b:" + r2,
-            "10c:" + r1,
-        ):
-            features[key] = features.get(key, 0) + 1
-        for ig in igs3:
-            for key in ("15:" + last1 + "-" + last2 + "-" + ig, "17:" + last2 + ig):
-                features[key] = features.get(key, 0) + 1
-        for k, ig in enumerate(igs3):
-            key = "20:" + str(k) + "-" + ig
-            features[key] = features.get(key, 0) + 1
-        features[groups3] = features.get(groups3, 0) + 1
-        return features
-
-    def _score_trigrams(self, sentence: Sequence[Sequence[Any]]) -> None:
-        """Memoise the score of every trigram the decoder will meet, looking weights up at once."""
-        padded = [(self._begin,), (self._begin,), *sentence, (self._end,)]
-        trigrams = {
-            (first, second, third): None
-            for position in range(2, len(padded))
-            for first in padded[position - 2]
-            for second in padded[position - 1]
-            for third in padded[position]
-        }
-        if len(self._trigram_scores) + len(trigrams) > _MAX_CACHE_ENTRIES:
-            self._trigram_scores.clear()
-        new = [trigram for trigram in trigrams if trigram not in self._trigram_scores]
-        features = [self._features(*trigram) for trigram in new]
-        self.weight.prefetch(feature for counts in features for feature in counts)
-        for trigram, counts in zip(new, features):
-            score = np.float32(0)
-            for feature, count in counts.items():
-                weight = self.weight(feature)
-                # weight * 1 is exact, so the float32 product only matters for repeated features
-                score += weight if count == 1 else np.float32(weight * np.float32(count))
-            self._trigram_scores[trigram] = score
-
-    def best_path(self, sentence: Sequence[Sequence[Any]]) -> List[Any]:
-        """The best analysis of every token, given each token's candidate analyses."""
-        self._score_trigrams(sentence)
-        scores = self._trigram_scores
-        # A hypothesis is [previous analysis, current analysis, back pointer, score].
-        current: Dict[Tuple[Any, Any], list] = {
-            (self._begin, self._begin): [self._begin, self._begin, None, np.float32(0)]
-        }
-        for candidates in sentence:
-            following: Dict[Tuple[Any, Any], list] = {}
-            for analysis in candidates:
-                for hypothesis in current.values():
-                    prev, cur, _, score = hypothesis
-                    score = np.float32(score + scores[prev, cur, analysis])
-                    key = (cur, analysis)
-                    found = following.get(key)
-                    if found is None or score > found[3]:
-                        following[key] = [cur, analysis, hypothesis, score]
-            current = following
-        for hypothesis in current.values():
-            hypothesis[3] += scores[hypothesis[0], hypothesis[1], self._end]
-        best = max(current.values(), key=lambda hypothesis: hypothesis[3])
-        path = []
-        while best[2] is not None:
-            path.append(best[1])
-            best = best[2]
-        return path[::-1]
-
-
 class TurkishSegmenter:
     """Splits the words of Turkish lines into morphemes joined by MORPHEME_BOUNDARY.
 
@@ -347,7 +130,7 @@ class TurkishSegmenter:
         self._normalize_quotes = TextUtil.normalize_quotes_hyphens
         self._normalize_apostrophes = TextUtil.normalize_apostrophes
         self._token_class = Token
-        self._decoder = _FastDecoder(self.morphology.ambiguity_resolver)
+        self._decoder = FastDecoder(self.morphology.ambiguity_resolver)
         self._chunks: Dict[str, _Chunk] = {}
         self._candidates: Dict[Tuple[str, Any], Tuple[Any, ...]] = {}
         self._spellings_of: Dict[str, FrozenSet[str]] = {}
@@ -367,10 +150,12 @@ class TurkishSegmenter:
         tokens = sum(len(chunk.tokens) for chunk in chunks)
         if all(chunk.segmented is not None for chunk in chunks):
             return " ".join(chunk.segmented for chunk in chunks), tokens, False
-        best = iter(self._decoder.best_path([t.candidates for c in chunks for t in c.tokens]))
+        sentence = [token for chunk in chunks for token in chunk.tokens]
+        decide = max(index for index, token in enumerate(sentence) if token.ambiguous)
+        best = iter(self._decoder.best_path([token.candidates for token in sentence], decide))
         segmented = []
         for chunk in chunks:
-            cuts = [token.cuts[_index_of(token.candidates, next(best))] for token in chunk.tokens]
+            cuts = [token.cuts[next(best)] for token in chunk.tokens]
             segmented.append(_insert_boundaries(chunk.text, chunk.starts, cuts))
         return " ".join(segmented), tokens, True
 
@@ -385,7 +170,7 @@ class TurkishSegmenter:
     def _analyse_chunk(self, text: str) -> _Chunk:
         tokens = []
         for content, type_, start, end in self._tokenize(text):
-            candidates = self._candidates_of(content, type_)
+            candidates = tuple(dict.fromkeys(self._candidates_of(content, type_)))
             cuts = tuple(self._cuts(text[start:end], analysis) for analysis in candidates)
             tokens.append(_Token(start, end, candidates, cuts))
         if any(token.ambiguous for token in tokens):
@@ -500,13 +285,6 @@ def _original_offsets(original: str, normalized: str) -> List[int]:
         position += 2 if char == '"' and original.startswith("''", position) else 1
     offsets.append(position)
     return offsets
-
-
-def _index_of(candidates: Tuple[Any, ...], analysis: Any) -> int:
-    for index, candidate in enumerate(candidates):
-        if candidate is analysis:
-            return index
-    raise AssertionError("the decoder returned an analysis that is not a candidate")
 
 
 def _insert_boundaries(text: str, starts: Sequence[int], cuts: Sequence[MorphemeCuts]) -> str:

@@ -10,11 +10,11 @@ from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
 from fairseq_struct.morph.segmentation_cache import SegmentationCache
 from fairseq_struct.morph.turkish import (
     SegmentationStats,
-    _PerceptronWeights,
     cache_fingerprint,
     segment_lines,
     shared_segmenter,
 )
+from fairseq_struct.morph.zemberek_fast_decoder import PerceptronWeights
 
 # Real Turkish for the comparison with Zemberek's reference path; it is shared development data,
 # not part of the repository, so the test that reads it skips when it is absent.
@@ -108,7 +108,7 @@ def test_segment_lines_keeps_order_with_two_workers(segmenter):
 
 def test_weight_lookup_port_matches_zemberek(segmenter):
     model = segmenter.morphology.ambiguity_resolver.decoder.model
-    weights = _PerceptronWeights(model)
+    weights = PerceptronWeights(model)
     for line in ["Bir kara tahta, siyah olmak zorunda değildir.", "Sandalyeye bir kedi oturdu."]:
         segmenter.segment(line)
     known = list(segmenter._decoder.weight._cache)[:300]
@@ -118,20 +118,32 @@ def test_weight_lookup_port_matches_zemberek(segmenter):
         assert weights(feature) == model.get_(feature), feature
     assert any(weights(feature) != 0 for feature in known)
     # the same weights when a sentence's features are looked up all at once
-    batched = _PerceptronWeights(model)
+    batched = PerceptronWeights(model)
     batched.prefetch(known + made_up)
     features = known + made_up
     assert [batched._cache[feature] for feature in features] == list(map(weights, features))
 
 
-def test_trigram_features_match_zemberek_extractor(segmenter):
-    segmenter.segment("Halk hikayelerine göre kediler dokuz canlıdır.")
-    extractor = segmenter.morphology.ambiguity_resolver.decoder.extractor
-    trigrams = list(segmenter._decoder._trigram_scores)[:200]
-    assert trigrams
-    for trigram in trigrams:
-        expected = extractor.extract_from_trigram(list(trigram))
-        assert list(segmenter._decoder._features(*trigram).items()) == list(expected.items())
+def test_trigram_scores_match_zemberek_feature_sums(segmenter):
+    import numpy as np
+
+    decoder = segmenter._decoder
+    resolver = segmenter.morphology.ambiguity_resolver.decoder
+    line = "Halk hikayelerine göre kediler dokuz canlıdır, yüzü yüze bakar mısın?"
+    sentence = [t.candidates for text in line.split(" ") for t in segmenter._chunk(text).tokens]
+    analyses = [[decoder.begin], [decoder.begin], *sentence, [decoder.end]]
+    words = [[decoder._word(analysis) for analysis in position] for position in analyses]
+    scores = decoder._trigram_scores(words)
+    assert max(len(position) for position in sentence) > 2
+    for step, trigram_scores in enumerate(scores):
+        first, second, third = analyses[step : step + 3]
+        assert trigram_scores.shape == (len(first), len(second), len(third))
+        for index in np.ndindex(trigram_scores.shape):
+            trigram = [first[index[0]], second[index[1]], third[index[2]]]
+            expected = np.float32(0)  # Zemberek's Decoder.best_path, term by term
+            for key, count in resolver.extractor.extract_from_trigram(trigram).items():
+                expected += np.float32(resolver.model.get_(key) * np.float32(count))
+            assert trigram_scores[index] == expected, (step, index)
 
 
 def test_same_output_as_per_sentence_analyze_and_disambiguate(segmenter):
@@ -173,3 +185,17 @@ def test_long_runs_log_progress_with_rate_and_eta(segmenter, caplog):
         segment_lines(lines, log_every_s=0.0)
     assert "segmented 2/2 lines (0 from the cache)" in caplog.text
     assert "tokens/s, ETA 00:00:00" in caplog.text
+
+
+def test_decoder_chooses_zemberek_best_path(segmenter):
+    from zemberek.morphology.analysis.word_analysis import WordAnalysis
+
+    if not TATOEBA_TR.exists():
+        pytest.skip(f"{TATOEBA_TR} is absent (shared development data, not part of the repo)")
+    resolver = segmenter.morphology.ambiguity_resolver.decoder
+    for line in TATOEBA_TR.read_text(encoding="utf-8").split("\n")[:150]:
+        sentence = [t.candidates for text in line.split(" ") for t in segmenter._chunk(text).tokens]
+        expected = resolver.best_path([WordAnalysis("", c) for c in sentence]).best_parse
+        # deciding every token: no early stop, the whole path must be Zemberek's
+        chosen = segmenter._decoder.best_path(sentence, len(sentence) - 1)
+        assert [c[i] for c, i in zip(sentence, chosen)] == expected, line
