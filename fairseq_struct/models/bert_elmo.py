@@ -60,9 +60,15 @@ class DictionaryCharacterEmbedding(nn.Module):
     def _load_from_state_dict(self, state_dict: Dict[str, Tensor], prefix: str, *args: Any):
         saved = state_dict.get(prefix + "character_code_points")
         if saved is not None and not torch.equal(saved, self.character_code_points):
-            self.character_code_points = saved.clone()
+            device = self.character_code_points.device
+            self.character_code_points = saved.clone().to(device)
             self._set_vocabulary(CharacterVocabulary.from_tensor(saved))
-            self.word_characters = self.word_characters.to(saved.device)
+            self.word_characters = self.word_characters.to(device)
+            # Sized for the saved characters before the children load their weights.
+            old = self.embedder.char_embed
+            self.embedder.char_embed = nn.Embedding(
+                len(self.vocabulary), old.embedding_dim, padding_idx=old.padding_idx
+            ).to(device)
         super()._load_from_state_dict(state_dict, prefix, *args)
 
     def forward(self, tokens: Tensor) -> Tensor:

@@ -1,0 +1,76 @@
+"""BERT-ELMo (SPEC 4.3): words embedded from their characters, also words never seen."""
+
+import torch
+from fairseq.data import Dictionary
+
+import fairseq_struct  # noqa: F401  (registers the models)
+from fairseq_struct.models.build_from_arch import build_model_from_arch
+from fairseq_struct.modules.character_cnn import HIGHWAY_GATE_BIAS
+
+WORDS = ["evler", "evlerde", "kitap", "kitabı", "gördüm", "."]
+
+
+def _dictionary(words=WORDS) -> Dictionary:
+    dictionary = Dictionary()
+    for count, word in enumerate(reversed(words), start=1):
+        dictionary.add_symbol(word, n=count)
+    dictionary.finalize()  # sorted by frequency, as fairseq-preprocess writes it
+    dictionary.add_symbol("<mask>")
+    return dictionary
+
+
+def _model(dictionary: Dictionary, **overrides):
+    return build_model_from_arch("bert_elmo_tiny", dictionary, seed=0, **overrides).eval()
+
+
+def test_shapes_and_word_level_output():
+    dictionary = _dictionary()
+    model = _model(dictionary, output_vocab_size=7)
+    tokens = torch.tensor([[dictionary.bos()] + [dictionary.index(w) for w in WORDS]
+                           + [dictionary.eos()]])  # fmt: skip
+    with torch.no_grad():
+        logits, _ = model(tokens)
+        features, _ = model(tokens, features_only=True)
+    assert logits.shape == (1, len(WORDS) + 2, 7)
+    assert features.shape == (1, len(WORDS) + 2, 128)
+    # Words beyond the 7 most frequent symbols are predicted as <unk>.
+    targets = torch.arange(len(dictionary))
+    mapped = model.encoder.output_targets(targets)
+    assert mapped[:7].tolist() == list(range(7))
+    assert (mapped[7:] == dictionary.unk()).all()
+
+
+def test_highway_gates_keep_their_carry_bias_after_berts_initialisation():
+    model = _model(_dictionary())
+    for highway in model.encoder.sentence_encoder.embed_tokens.embedder.highways:
+        assert torch.all(highway.gate.bias == HIGHWAY_GATE_BIAS)
+
+
+def test_unseen_words_get_their_own_embedding_and_long_words_are_truncated():
+    dictionary = _dictionary()
+    model = _model(dictionary)
+    with torch.no_grad():
+        embeddings = model.encoder.embed_words(["wug", "wugs", "evler", "ğ" * 200, "ğ" * 48])
+        table = model.encoder.sentence_encoder.embed_tokens(
+            torch.tensor([dictionary.index("evler"), dictionary.unk()])
+        )
+    assert torch.isfinite(embeddings).all()
+    assert not torch.allclose(embeddings[0], embeddings[1])  # a new word, a new embedding
+    assert not torch.allclose(embeddings[0], table[1])  # ... not the <unk> embedding
+    torch.testing.assert_close(embeddings[2], table[0])  # same as from the dictionary
+    torch.testing.assert_close(embeddings[3], embeddings[4])  # 50 ids: <bow> 48 chars <eow>
+
+
+def test_checkpoint_keeps_its_characters_with_another_dictionary():
+    pretrained = _model(_dictionary())
+    state = pretrained.state_dict()
+    # Fine-tuning data with other words and a character ("w") the pretraining text lacked.
+    other = _dictionary(["kitap", "wug", "evler", "."])
+    model = _model(other)
+    state = {key: value for key, value in state.items() if not key.startswith("encoder.lm_head")}
+    model.load_state_dict(state, strict=False)  # the LM output is over another vocabulary
+    with torch.no_grad():
+        expected = pretrained.encoder.embed_words(["kitap", "wug"])
+        tokens = torch.tensor([other.index("kitap"), other.index("wug")])
+        actual = model.encoder.sentence_encoder.embed_tokens(tokens)
+    torch.testing.assert_close(actual, expected)
