@@ -27,6 +27,8 @@ SEGMENTATION_TEXT ?= ../shared/data/tr-raw/tr_wikiner_train_sentences.txt
 bench: venv
 	$(VENV)/bin/python benchmarks/bench_tp_training_throughput.py
 	$(VENV)/bin/python benchmarks/bench_tp_generation_speed.py
+	$(VENV)/bin/python benchmarks/bench_bert2d_training_throughput.py
+	$(VENV)/bin/python benchmarks/bench_bert_elmo_training_throughput.py
 	if [ -f "$(SEGMENTATION_TEXT)" ]; then \
 	  $(VENV)/bin/python benchmarks/bench_turkish_segmentation.py "$(SEGMENTATION_TEXT)" --lines 4000; \
 	else echo "bench_turkish_segmentation: skipped, no file $(SEGMENTATION_TEXT)" >&2; fi
