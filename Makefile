@@ -1,11 +1,12 @@
 # The two commands of the README:
 #   make demo   set up .venv (or reuse it) and run the English→Turkish demo end to end
 #   make test   set up .venv (or reuse it) and run the test suite
+#   make demo-mlm   the masked-LM demo (BERT, BERT2D, BERT-ELMo on synthetic Turkish)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test bench clean-demo
+.PHONY: venv demo demo-mlm test bench clean-demo
 
 $(STAMP): requirements.txt setup.py
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +19,9 @@ venv: $(STAMP)
 
 demo: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash scripts/demo.sh
+
+demo-mlm: venv
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash scripts/demo-mlm.sh
 
 test: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m pytest -q tests
@@ -34,4 +38,4 @@ bench: venv
 	else echo "bench_turkish_segmentation: skipped, no file $(SEGMENTATION_TEXT)" >&2; fi
 
 clean-demo:
-	rm -rf demo-work
+	rm -rf demo-work demo-mlm-work
