@@ -6,13 +6,13 @@
 #   masked-token accuracy of each against the unigram baseline.
 # Finished steps are reused when the demo runs again (delete demo-mlm-work/ to start over).
 # Environment overrides:
-#   DEMO_MLM_WORK (demo-mlm-work)  DEMO_MLM_MAX_UPDATE (300)  DEMO_MLM_SENTENCES (20000)
+#   DEMO_MLM_WORK (demo-mlm-work)  DEMO_MLM_MAX_UPDATE (500)  DEMO_MLM_SENTENCES (20000)
 #   DEMO_MLM_MODELS ("roberta bert2d bert_elmo")  DEMO_THREADS (2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ -x .venv/bin/python ]]; then export PATH="$PWD/.venv/bin:$PATH"; fi
 WORK="${DEMO_MLM_WORK:-demo-mlm-work}"
-MAX_UPDATE="${DEMO_MLM_MAX_UPDATE:-300}"
+MAX_UPDATE="${DEMO_MLM_MAX_UPDATE:-500}"
 SENTENCES="${DEMO_MLM_SENTENCES:-20000}"
 MODELS="${DEMO_MLM_MODELS:-roberta bert2d bert_elmo}"
 export OMP_NUM_THREADS="${DEMO_THREADS:-2}"
@@ -41,7 +41,7 @@ if [[ ! -s "$WORK/bin-words/valid.bin" ]]; then
 fi
 
 common=(--user-dir fairseq_struct --task masked_lm_struct --criterion masked_lm_struct
-        --mask-strategy whole_word --tokens-per-sample 64 --sample-break-mode complete_doc --cpu --seed 1)
+        --mask-strategy whole_word --tokens-per-sample 64 --sample-break-mode eos --cpu --seed 1)
 summary=()
 for model in $MODELS; do
   case "$model" in
@@ -53,7 +53,7 @@ for model in $MODELS; do
   esac
   step "3/4 pretraining $model ($MAX_UPDATE updates)"
   fairseq-train "$data" "${common[@]}" "${arch[@]}" --save-dir "$WORK/checkpoints-$model" \
-    --optimizer adam --adam-betas '(0.9, 0.98)' --lr 0.001 --lr-scheduler inverse_sqrt \
+    --optimizer adam --adam-betas "(0.9, 0.98)" --lr 0.002 --lr-scheduler inverse_sqrt \
     --warmup-updates 50 --dropout 0.1 --batch-size 32 --max-update "$MAX_UPDATE" \
     --validate-interval-updates 100 --save-interval-updates 100 --keep-interval-updates 1 \
     --no-epoch-checkpoints --log-interval 50 --num-workers 0

@@ -87,6 +87,13 @@ def tiny_train_args(data: Path, save_dir: Path, max_update: int) -> list:
         "label_smoothed_cross_entropy",
         "--label-smoothing",
         "0.1",
+        *_cpu_run_args(save_dir, max_update),
+    ]
+
+
+def _cpu_run_args(save_dir: Path, max_update: int) -> list:
+    """A few updates of 16 sentences on the CPU, logged at every update."""
+    return [
         "--batch-size",
         "16",
         "--max-update",
@@ -170,21 +177,6 @@ def tiny_mlm_train_args(data: Path, save_dir: Path, max_update: int, *extra: str
         "adam",
         "--lr",
         "0.0005",
-        "--batch-size",
-        "16",
-        "--max-update",
-        str(max_update),
-        "--save-dir",
-        str(save_dir),
-        "--no-epoch-checkpoints",
-        "--cpu",
-        "--num-workers",
-        "0",
-        "--seed",
-        "1",
-        "--log-format",
-        "simple",
-        "--log-interval",
-        "1",
+        *_cpu_run_args(save_dir, max_update),
         *extra,
     ]
