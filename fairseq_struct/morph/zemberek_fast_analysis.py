@@ -16,7 +16,7 @@ Zemberek's own `analyze_and_disambiguate` stays the unmodified reference.
 """
 
 import copy
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from fairseq_struct.morph.zemberek_loading import import_zemberek
 
@@ -76,9 +76,6 @@ class _Path:
 
     def get_stem_transition(self) -> Any:
         return self.transitions[0].lexical_transition
-
-    def get_last_transition(self) -> Any:
-        return self.transitions[-1]
 
     def get_dictionary_item(self) -> Any:
         return self.transitions[0].lexical_transition.item
@@ -382,19 +379,3 @@ def fast_morphology(morphology: Any) -> Any:
     fast.unidentified_token_analyzer = copy.copy(morphology.unidentified_token_analyzer)
     fast.unidentified_token_analyzer.analyzer = fast.analyzer
     return fast
-
-
-def analyses_signature(analyses: Sequence[SingleAnalysis]) -> List[Tuple[Any, ...]]:
-    """What two analysis lists must share to be the same: used by the parity tests."""
-    return [
-        (
-            analysis.item.id_,
-            analysis.item.lemma,
-            analysis.item.primary_pos,
-            analysis.item.secondary_pos,
-            tuple((data.morpheme.id_, data.surface) for data in analysis.morpheme_data_list),
-            tuple(int(boundary) for boundary in analysis.group_boundaries),
-            str(analysis),
-        )
-        for analysis in analyses
-    ]

@@ -218,7 +218,7 @@ class FastDecoder:
         # Viterbi over hypotheses (previous, current): best[j, k] and where it came from.
         best = np.zeros((1, 1), dtype=np.float32)
         back = []
-        for step, trigram in enumerate(scores):
+        for trigram in scores:
             total = best[:, :, None] + trigram  # float32, as h.score + trigram_score
             came_from = total.argmax(axis=0)  # the first of equal scores, as Zemberek keeps
             best = np.take_along_axis(total, came_from[None], axis=0)[0]
