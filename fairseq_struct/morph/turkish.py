@@ -43,7 +43,7 @@ from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tup
 
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 from fairseq_struct.morph.segmentation_cache import SegmentationCache, SegmentationResult
-from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder
+from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder, WordKey
 from fairseq_struct.morph.zemberek_loading import import_zemberek, load_morphology
 
 logger = logging.getLogger(__name__)
@@ -64,6 +64,10 @@ _FINGERPRINTED_RESOURCES = ("lexicon.csv", "ambiguity/model-compressed")
 
 # Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory.
 _MAX_CACHE_ENTRIES = 4_000_000
+# segment_lines with workers: lines per block. Each block's new chunks are first analysed by
+# the workers, each chunk by one of them, and merged into the parent; then workers forked
+# afresh inherit them all and segment the block's lines.
+_BLOCK_LINES = 20_000
 
 
 @dataclass(frozen=True)
@@ -72,9 +76,10 @@ class _Token:
 
     start: int  # character offsets in the original chunk
     end: int
-    # SingleAnalysis objects, in Zemberek's order, without repeats: Zemberek's decoder compares
-    # hypotheses by value, so of equal analyses only the first can be chosen.
-    candidates: Tuple[Any, ...]
+    # The decoder's keys of the SingleAnalysis objects, in Zemberek's order, without repeated
+    # analyses: Zemberek's decoder compares hypotheses by value, so of equal analyses only the
+    # first can be chosen. Keys, unlike analyses, can be pickled between processes.
+    candidates: Tuple[WordKey, ...]
     cuts: Tuple[MorphemeCuts, ...]  # the segmentation each candidate gives, offsets in the token
 
     @property
@@ -175,9 +180,10 @@ class TurkishSegmenter:
     def _analyse_chunk(self, text: str) -> _Chunk:
         tokens = []
         for content, type_, start, end in self._tokenize(text):
-            candidates = tuple(dict.fromkeys(self._candidates_of(content, type_)))
-            cuts = tuple(self._cuts(text[start:end], analysis) for analysis in candidates)
-            tokens.append(_Token(start, end, candidates, cuts))
+            analyses = self._candidates_of(content, type_)
+            cuts = tuple(self._cuts(text[start:end], analysis) for analysis in analyses)
+            keys = tuple(map(self._decoder.word_key, analyses))
+            tokens.append(_Token(start, end, keys, cuts))
         if any(token.ambiguous for token in tokens):
             return _Chunk(text, tuple(tokens), None)
         starts = [token.start for token in tokens]
@@ -192,7 +198,7 @@ class TurkishSegmenter:
             yield token.content, token.type_, starts[token.start], starts[token.end + 1]
 
     def _candidates_of(self, content: str, type_: Any) -> Tuple[Any, ...]:
-        """The analyses the disambiguator chooses from (as `PerceptronAmbiguityResolver` does)."""
+        """The distinct analyses the disambiguator chooses from, in Zemberek's order."""
         key = (content, type_)
         candidates = self._candidates.get(key)
         if candidates is None:
@@ -202,7 +208,7 @@ class TurkishSegmenter:
                 analyses = (self._unknown(content),)
             if len(self._candidates) >= _MAX_CACHE_ENTRIES:
                 self._candidates.clear()
-            candidates = self._candidates[key] = tuple(analyses)
+            candidates = self._candidates[key] = tuple(dict.fromkeys(analyses))
         return candidates
 
     def _unknown(self, content: str) -> Any:
@@ -266,14 +272,22 @@ class TurkishSegmenter:
         return spellings
 
 
-def _check_line(line: str) -> None:
+def _line_problem(line: str) -> Optional[str]:
+    """Why `segment` refuses `line`, or None."""
     if MORPHEME_BOUNDARY in line:
-        raise ValueError(
+        return (
             f"input already contains the morpheme boundary mark {MORPHEME_BOUNDARY!r} (U+FFED): "
             f"{line[:80]!r}"
         )
     if "\n" in line:
-        raise ValueError(f"segment() takes one line, got a newline in {line[:80]!r}")
+        return f"segment() takes one line, got a newline in {line[:80]!r}"
+    return None
+
+
+def _check_line(line: str) -> None:
+    problem = _line_problem(line)
+    if problem is not None:
+        raise ValueError(problem)
 
 
 def _original_offsets(original: str, normalized: str) -> List[int]:
@@ -320,6 +334,46 @@ def _segment_in_worker(line: str) -> SegmentationResult:
     return shared_segmenter()._segment(line)
 
 
+def _analyse_in_worker(texts: List[str]) -> List[_Chunk]:
+    segmenter = shared_segmenter()
+    return [segmenter._analyse_chunk(text) for text in texts]
+
+
+def _fork_pool(workers: int) -> Any:
+    """A pool whose workers are forked now, with this process's segmenter and caches."""
+    gc.freeze()  # see segment_lines
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return context.Pool(workers)
+
+
+def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], workers: int) -> None:
+    """Analyse the chunks of `lines` that `segmenter` has not seen, spread over `workers`.
+
+    Forked workers would otherwise each analyse every word type of their lines, the frequent
+    ones in all of them; here each new chunk is analysed once and its (picklable) `_Chunk`
+    is added to the caller's cache, which the workers that segment the lines then inherit.
+    """
+    chunks = dict.fromkeys(
+        text for line in lines if _line_problem(line) is None for text in line.split(" ")
+    )
+    new = [text for text in chunks if text not in segmenter._chunks]
+    if not new:
+        return
+    if len(segmenter._chunks) + len(new) > _MAX_CACHE_ENTRIES:
+        segmenter._chunks.clear()
+    # interleaved batches: frequent (earlier seen) and rare chunks alike in every batch
+    batches = [new[start :: workers * 4] for start in range(workers * 4)]
+    pool = _fork_pool(workers)
+    try:
+        for analysed in pool.imap_unordered(_analyse_in_worker, batches):
+            segmenter._chunks.update((chunk.text, chunk) for chunk in analysed)
+        pool.close()
+        pool.join()  # reaped workers count in the caller's RUSAGE_CHILDREN CPU time
+    finally:
+        pool.terminate()
+
+
 def segment_lines(
     lines: Sequence[str],
     workers: int = 1,
@@ -331,7 +385,9 @@ def segment_lines(
 
     Lines found in `cache` are not segmented again; the others are added to it as they come.
     The shared segmenter is built first, so that forked workers inherit it instead of building
-    Zemberek again; where processes are spawned, each worker builds its own.
+    Zemberek again (where processes cannot be forked, each worker builds its own). With
+    workers, each block of lines has its new chunks analysed across the workers first
+    (`_analyse_new_chunks`), then is segmented by workers forked with all of them analysed.
     """
     stats = SegmentationStats() if stats is None else stats
     progress = _Progress(len(lines), stats, log_every_s)
@@ -344,33 +400,47 @@ def segment_lines(
         else:
             progress.add(results[index], cached=True)
     segmenter = shared_segmenter()
-    pool = None
-    if workers > 1 and todo:
-        # Zemberek's lexicon is millions of objects: a forked worker's garbage collector would
-        # touch them all and copy every page; frozen objects are left alone.
-        gc.freeze()
-        pool = multiprocessing.Pool(workers)
     try:
-        todo_lines = (lines[index] for index in todo)
-        if pool is None:
-            segmented = map(segmenter._segment, todo_lines)
+        if workers > 1:
+            # Zemberek's lexicon is millions of objects: a forked worker's garbage collector
+            # would touch them all and copy every page; `_fork_pool` freezes them first.
+            for start in range(0, len(todo), _BLOCK_LINES):
+                block = todo[start : start + _BLOCK_LINES]
+                block_lines = [lines[index] for index in block]
+                _analyse_new_chunks(segmenter, block_lines, workers)
+                pool = _fork_pool(workers)
+                try:
+                    # Order-preserving; a few tasks per worker: little IPC, a short tail.
+                    chunksize = max(1, min(500, len(block) // (workers * 8)))
+                    segmented = pool.imap(_segment_in_worker, block_lines, chunksize=chunksize)
+                    _collect(lines, block, segmented, results, progress, cache)
+                    pool.close()
+                    pool.join()  # reaped workers count in the caller's RUSAGE_CHILDREN CPU time
+                finally:
+                    pool.terminate()
         else:
-            # Order-preserving; chunks of lines amortise the transfer between processes.
-            segmented = pool.imap(_segment_in_worker, todo_lines, chunksize=64)
-        for index, result in zip(todo, segmented):
-            results[index] = result
-            progress.add(result, cached=False)
-            if cache is not None:
-                cache.put(lines[index], result)
-        if pool is not None:
-            pool.close()
-            pool.join()  # reaped workers count in the caller's RUSAGE_CHILDREN CPU time
+            segmented = map(segmenter._segment, (lines[index] for index in todo))
+            _collect(lines, todo, segmented, results, progress, cache)
     finally:
-        if pool is not None:
-            pool.terminate()
         if cache is not None:
             cache.commit()
     return [text for text, _, _ in results]
+
+
+def _collect(
+    lines: Sequence[str],
+    indexes: Sequence[int],
+    segmented: Iterator[SegmentationResult],
+    results: List[Optional[SegmentationResult]],
+    progress: "_Progress",
+    cache: Optional[SegmentationCache],
+) -> None:
+    """Store the results of the lines at `indexes`, count them, and add them to `cache`."""
+    for index, result in zip(indexes, segmented):
+        results[index] = result
+        progress.add(result, cached=False)
+        if cache is not None:
+            cache.put(lines[index], result)
 
 
 def cache_fingerprint() -> str:

@@ -13,16 +13,25 @@ float32; the Viterbi search keeps its hypotheses in a list searched linearly. He
 - the Viterbi step is a float32 array maximum whose ties go to the first hypothesis in
   Zemberek's insertion order, as its strict `>` replacement does;
 - decoding stops where every token left has one segmentation and two tokens in a row have a
-  single analysis: the best path to that point can no longer change.
+  single analysis: the best path to that point can no longer change;
+- the scores of a step (three tokens' candidates) are kept across sentences in a bounded cache:
+  they depend on those candidates alone.
+Candidates are given as `WordKey`s, what the feature extractor reads of an analysis (lemma and
+inflectional groups): small picklable tuples that worker processes can send to each other.
 """
 
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 # Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory
 # (about 200 bytes an entry).
 _MAX_CACHE_ENTRIES = 4_000_000
+# Trigram scores of steps kept across sentences (a few hundred bytes each).
+_MAX_STEP_ENTRIES = 500_000
+
+# What the feature extractor reads of an analysis: its lemma and inflectional groups (WordData).
+WordKey = Tuple[str, Tuple[str, ...]]
 
 
 class PerceptronWeights:
@@ -178,25 +187,33 @@ class FastDecoder:
     def __init__(self, resolver: Any) -> None:
         self.weight = PerceptronWeights(resolver.decoder.model)
         self._word_data = type(resolver).WordData.from_analysis
-        self.begin = type(resolver).sentence_begin
-        self.end = type(resolver).sentence_end
-        self._words: Dict[Any, _Word] = {}
+        self.begin = self.word_key(type(resolver).sentence_begin)
+        self.end = self.word_key(type(resolver).sentence_end)
+        self._words: Dict[WordKey, _Word] = {}
+        # (first, second, third candidates) -> their trigram scores; _Word objects hash by id,
+        # and one key always gets the same _Word while the _words cache is not cleared.
+        self._steps: Dict[Tuple[Tuple[_Word, ...], ...], np.ndarray] = {}
 
-    def _word(self, analysis: Any) -> _Word:
-        word = self._words.get(analysis)
+    def word_key(self, analysis: Any) -> WordKey:
+        """What the decoder needs of a SingleAnalysis: its WordData (lemma, groups)."""
+        data = self._word_data(analysis)
+        return data.lemma, tuple(data.igs)
+
+    def _word(self, key: WordKey) -> _Word:
+        word = self._words.get(key)
         if word is None:
-            data = self._word_data(analysis)
             if len(self._words) >= _MAX_CACHE_ENTRIES:
                 self._words.clear()
-            word = _Word(data.lemma, data.igs, analysis.group_boundaries.shape[0])
-            self._words[analysis] = word
+            # Zemberek's WordData has one group per group boundary: feature 22 counts them.
+            word = self._words[key] = _Word(key[0], key[1], len(key[1]))
         return word
 
-    def best_path(self, sentence: Sequence[Sequence[Any]], decide: int) -> List[int]:
+    def best_path(self, sentence: Sequence[Sequence[WordKey]], decide: int) -> List[int]:
         """For each token, the index of the best of its candidate analyses.
 
-        `sentence` holds each token's candidates, distinct (Zemberek's hypotheses compare
-        analyses by value: of equal candidates only the first can be chosen). Tokens after
+        `sentence` holds each token's candidates as `word_key`s of distinct analyses (Zemberek's
+        hypotheses compare analyses by value: of equal candidates only the first can be chosen;
+        candidates with equal keys score alike, and ties go to the first). Tokens after
         index `decide` have candidates that need not be told apart: decoding may stop early,
         and they get index 0.
         """
@@ -211,7 +228,7 @@ class FastDecoder:
         )
         tokens = sentence if stop is None else sentence[: stop + 1]
         words = [[self._word(self.begin)]] * 2
-        words += [[self._word(analysis) for analysis in candidates] for candidates in tokens]
+        words += [[self._word(key) for key in candidates] for candidates in tokens]
         if stop is None:
             words.append([self._word(self.end)])
         scores = self._trigram_scores(words)
@@ -236,9 +253,24 @@ class FastDecoder:
 
     def _trigram_scores(self, words: List[List[_Word]]) -> List[np.ndarray]:
         """The float32 score of every trigram at every step, as Zemberek sums its features."""
+        positions = [tuple(candidates) for candidates in words]
+        step_keys = [tuple(positions[step - 2 : step + 1]) for step in range(2, len(words))]
+        missing = [step for step, key in enumerate(step_keys, 2) if key not in self._steps]
+        if missing:
+            if len(self._steps) + len(missing) > _MAX_STEP_ENTRIES:
+                self._steps.clear()
+                missing = list(range(2, len(words)))
+            computed = self._compute_trigram_scores(words, missing)
+            self._steps.update((step_keys[step - 2], scores) for step, scores in computed)
+        return [self._steps[key] for key in step_keys]
+
+    def _compute_trigram_scores(
+        self, words: List[List[_Word]], steps: List[int]
+    ) -> List[Tuple[int, np.ndarray]]:
+        """The trigram scores of `steps` (indexes into `words` of the third token)."""
         keys: List[str] = []  # laid out step by step as read back below
         own_keys: List[str] = []
-        for step in range(2, len(words)):
+        for step in steps:
             first, second, third = words[step - 2], words[step - 1], words[step]
             keys += [
                 "2:" + a.lemma + b.groups + c.lemma_groups
@@ -261,14 +293,14 @@ class FastDecoder:
             own_keys += [key for c in third if c.own is None for key in c.own_keys]
         self.weight.prefetch(keys + own_keys)
         weights = self.weight.cached
-        for third in words[2:]:
-            for c in third:
+        for step in steps:
+            for c in words[step]:
                 if c.own is None:
                     c.own = [weights[key] for key in c.own_keys]
         rows: List[List[float]] = []
         shapes = []
         position = 0
-        for step in range(2, len(words)):
+        for step in steps:
             first, second, third = words[step - 2], words[step - 1], words[step]
             n1, n2, n3 = len(first), len(second), len(third)
             w2 = keys[position : position + n1 * n2 * n3]
@@ -322,7 +354,7 @@ class FastDecoder:
             totals += terms[:, column]  # float32 additions in Zemberek's order
         scores = []
         start = 0
-        for n1, n2, n3 in shapes:
-            scores.append(totals[start : start + n1 * n2 * n3].reshape(n1, n2, n3))
+        for step, (n1, n2, n3) in zip(steps, shapes):
+            scores.append((step, totals[start : start + n1 * n2 * n3].reshape(n1, n2, n3)))
             start += n1 * n2 * n3
         return scores

@@ -35,6 +35,15 @@ def morphemes(segmented: str) -> list:
     return [word.split(B) for word in segmented.split(" ")]
 
 
+def candidate_analyses(segmenter, line: str) -> list:
+    """The distinct SingleAnalysis candidates of every token of `line`, as the decoder gets them."""
+    return [
+        segmenter._candidates_of(content, type_)
+        for text in line.split(" ")
+        for content, type_, _, _ in segmenter._tokenize(text)
+    ]
+
+
 def test_word_is_split_into_zemberek_morphemes(segmenter):
     assert segmenter.segment("göremediklerimizden") == B.join(
         ["gör", "eme", "dik", "ler", "imiz", "den"]
@@ -129,10 +138,12 @@ def test_trigram_scores_match_zemberek_feature_sums(segmenter):
 
     decoder = segmenter._decoder
     resolver = segmenter.morphology.ambiguity_resolver.decoder
+    begin = type(segmenter.morphology.ambiguity_resolver).sentence_begin
+    end = type(segmenter.morphology.ambiguity_resolver).sentence_end
     line = "Halk hikayelerine göre kediler dokuz canlıdır, yüzü yüze bakar mısın?"
-    sentence = [t.candidates for text in line.split(" ") for t in segmenter._chunk(text).tokens]
-    analyses = [[decoder.begin], [decoder.begin], *sentence, [decoder.end]]
-    words = [[decoder._word(analysis) for analysis in position] for position in analyses]
+    sentence = candidate_analyses(segmenter, line)
+    analyses = [[begin], [begin], *sentence, [end]]
+    words = [[decoder._word(decoder.word_key(a)) for a in position] for position in analyses]
     scores = decoder._trigram_scores(words)
     assert max(len(position) for position in sentence) > 2
     for step, trigram_scores in enumerate(scores):
@@ -194,8 +205,9 @@ def test_decoder_chooses_zemberek_best_path(segmenter):
         pytest.skip(f"{TATOEBA_TR} is absent (shared development data, not part of the repo)")
     resolver = segmenter.morphology.ambiguity_resolver.decoder
     for line in TATOEBA_TR.read_text(encoding="utf-8").split("\n")[:150]:
-        sentence = [t.candidates for text in line.split(" ") for t in segmenter._chunk(text).tokens]
+        sentence = candidate_analyses(segmenter, line)
         expected = resolver.best_path([WordAnalysis("", c) for c in sentence]).best_parse
+        keys = [list(map(segmenter._decoder.word_key, c)) for c in sentence]
         # deciding every token: no early stop, the whole path must be Zemberek's
-        chosen = segmenter._decoder.best_path(sentence, len(sentence) - 1)
+        chosen = segmenter._decoder.best_path(keys, len(sentence) - 1)
         assert [c[i] for c, i in zip(sentence, chosen)] == expected, line
