@@ -6,6 +6,7 @@ import random
 import pytest
 from conftest import SHARED_DATA
 
+from fairseq_struct.morph import turkish, zemberek_fast_decoder
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
 from fairseq_struct.morph.segmentation_cache import SegmentationCache
 from fairseq_struct.morph.turkish import (
@@ -14,7 +15,7 @@ from fairseq_struct.morph.turkish import (
     segment_lines,
     shared_segmenter,
 )
-from fairseq_struct.morph.zemberek_fast_decoder import PerceptronWeights
+from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder, PerceptronWeights
 
 # Real Turkish for the comparison with Zemberek's reference path; it is shared development data,
 # not part of the repository, so the test that reads it skips when it is absent.
@@ -113,6 +114,51 @@ def test_segment_lines_keeps_order_with_two_workers(segmenter):
     stats = SegmentationStats()
     assert segment_lines(lines, workers=2, stats=stats) == [segmenter.segment(x) for x in lines]
     assert stats.lines == len(lines)
+
+
+def test_workers_give_the_output_of_one_process_and_of_zemberek(segmenter, monkeypatch):
+    if not TATOEBA_TR.exists():
+        pytest.skip(f"{TATOEBA_TR} is absent (shared development data, not part of the repo)")
+    lines = TATOEBA_TR.read_text(encoding="utf-8").split("\n")[5000:5120]
+    # several blocks: the chunks of each are analysed by the workers, then its lines segmented
+    monkeypatch.setattr(turkish, "_BLOCK_LINES", 50)
+    one = segment_lines(lines, workers=1)
+    stats = SegmentationStats()
+    assert segment_lines(lines, workers=2, stats=stats) == one
+    assert one == [segmenter.segment_reference(line) for line in lines]
+    assert (stats.lines, stats.tokens) == (len(lines), sum(segmenter._segment(x)[1] for x in lines))
+
+
+def test_workers_analyse_new_chunks_once_into_the_parent(segmenter):
+    lines = ["Çekoslovakyalılaştıramadıklarımızdan mısınız?", "Gel! Gel!"]
+    analysed = turkish._analyse_in_worker(["Çekoslovakyalılaştıramadıklarımızdan"])
+    segmenter._chunks.pop("Çekoslovakyalılaştıramadıklarımızdan", None)
+    turkish._analyse_new_chunks(segmenter, lines, workers=2)
+    # the chunks came back from the workers, equal to what this process would have made
+    assert segmenter._chunks["Çekoslovakyalılaştıramadıklarımızdan"] == analysed[0]
+    assert {"mısınız?", "Gel!"} <= set(segmenter._chunks)
+
+
+def test_workers_refuse_a_line_with_a_boundary_mark(segmenter):
+    with pytest.raises(ValueError, match="U\\+FFED"):
+        segment_lines(["Gel!", f"ev{B}ler"], workers=2)
+
+
+def test_cached_trigram_scores_give_the_same_paths(segmenter, monkeypatch):
+    lines = ["Halk hikayelerine göre kediler dokuz canlıdır.", "Yüzü yüze bakar mısın?"] * 3
+    keys = [
+        [list(map(segmenter._decoder.word_key, c)) for c in candidate_analyses(segmenter, x)]
+        for x in lines
+    ]
+    fresh = FastDecoder(segmenter.morphology.ambiguity_resolver)
+    cold = [fresh.best_path(sentence, len(sentence) - 1) for sentence in keys]
+    assert fresh._steps  # kept across sentences
+    assert [fresh.best_path(sentence, len(sentence) - 1) for sentence in keys] == cold
+    # a cache that overflows is emptied and refilled, with the same paths
+    monkeypatch.setattr(zemberek_fast_decoder, "_MAX_STEP_ENTRIES", 5)
+    small = FastDecoder(segmenter.morphology.ambiguity_resolver)
+    assert [small.best_path(sentence, len(sentence) - 1) for sentence in keys] == cold
+    assert len(small._steps) <= max(5, max(map(len, keys)) + 1)
 
 
 def test_weight_lookup_port_matches_zemberek(segmenter):
