@@ -44,17 +44,20 @@ common=(--user-dir fairseq_struct --task masked_lm_struct --criterion masked_lm_
         --mask-strategy whole_word --tokens-per-sample 64 --sample-break-mode eos --cpu --seed 1)
 summary=()
 for model in $MODELS; do
+  batch=32
   case "$model" in
     roberta) data="$WORK/bin-pieces"; arch=(--arch roberta --encoder-layers 2 --encoder-embed-dim 128
                --encoder-ffn-embed-dim 512 --encoder-attention-heads 4 --max-positions 64) ;;
     bert2d) data="$WORK/bin-pieces"; arch=(--arch bert2d_tiny --max-positions 64) ;;
-    bert_elmo) data="$WORK/bin-words"; arch=(--arch bert_elmo_tiny --max-positions 64 --tokens-are-words) ;;
+    # A sentence is ~2.2x fewer words than pieces: more sentences give as many masked targets.
+    bert_elmo) data="$WORK/bin-words"; batch=96
+               arch=(--arch bert_elmo_tiny --max-positions 64 --tokens-are-words) ;;
     *) echo "error: unknown model '$model' in DEMO_MLM_MODELS" >&2; exit 2 ;;
   esac
   step "3/4 pretraining $model ($MAX_UPDATE updates)"
   fairseq-train "$data" "${common[@]}" "${arch[@]}" --save-dir "$WORK/checkpoints-$model" \
     --optimizer adam --adam-betas "(0.9, 0.98)" --lr 0.002 --lr-scheduler inverse_sqrt \
-    --warmup-updates 50 --dropout 0.1 --batch-size 32 --max-update "$MAX_UPDATE" \
+    --warmup-updates 50 --dropout 0.1 --batch-size "$batch" --max-update "$MAX_UPDATE" \
     --validate-interval-updates 100 --save-interval-updates 100 --keep-interval-updates 1 \
     --no-epoch-checkpoints --log-interval 50 --num-workers 0
   step "4/4 masked-token accuracy of $model on the validation text"

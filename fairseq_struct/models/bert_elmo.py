@@ -27,7 +27,19 @@ from fairseq_struct.models.struct_roberta import (
     tiny_dimensions,
 )
 from fairseq_struct.modules.character_cnn import HIGHWAY_GATE_BIAS, CharacterCNNWordEmbedder
-from fairseq_struct.modules.character_vocabulary import CharacterVocabulary
+from fairseq_struct.modules.character_vocabulary import PAD, CharacterVocabulary
+
+
+def trim_padding(characters: Tensor, max_filter_width: int) -> Tensor:
+    """Drop padding columns that cannot change the CNN's output (the same embeddings, faster).
+
+    Padding characters embed to zeros, so every window of a convolution that lies wholly in the
+    padding gives the same value (the filter's bias). Keeping `max_filter_width` padding columns
+    after the longest word leaves every word at least one such window per filter, so the max over
+    time sees the same set of values as with all `max_chars` columns, and so does its gradient.
+    """
+    longest = int(characters.ne(PAD).sum(dim=1).max()) if characters.numel() else 0
+    return characters[:, : min(characters.size(1), longest + max_filter_width)]
 
 
 class DictionaryCharacterEmbedding(nn.Module):
@@ -74,7 +86,9 @@ class DictionaryCharacterEmbedding(nn.Module):
     def forward(self, tokens: Tensor) -> Tensor:
         # Each distinct word of the batch goes through the CNN once.
         words, inverse = torch.unique(tokens, return_inverse=True)
-        return self.embedder(self.word_characters[words])[inverse]
+        return self.embedder(trim_padding(self.word_characters[words], self.embedder.max_width))[
+            inverse
+        ]
 
     def reset_highway_gates(self) -> None:
         """Back to the carry-biased gates (BERT's initialisation zeroes every Linear bias)."""

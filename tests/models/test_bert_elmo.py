@@ -74,3 +74,27 @@ def test_checkpoint_keeps_its_characters_with_another_dictionary():
         tokens = torch.tensor([other.index("kitap"), other.index("wug")])
         actual = model.encoder.sentence_encoder.embed_tokens(tokens)
     torch.testing.assert_close(actual, expected)
+
+
+def test_trimmed_padding_gives_the_same_embeddings_and_gradients():
+    from fairseq_struct.models.bert_elmo import trim_padding
+
+    dictionary = _dictionary()
+    model = _model(dictionary)
+    model.train()
+    embedding = model.encoder.sentence_encoder.embed_tokens
+    characters = embedding.word_characters[4:]
+    trimmed = trim_padding(characters, embedding.embedder.max_width)
+    longest = max(len(symbol) for symbol in dictionary.symbols[4:])  # incl. madeupword0000
+    assert trimmed.shape[1] == longest + 2 + 7 < characters.shape[1]
+    results = []
+    for chars in (characters, trimmed):
+        embedding.zero_grad()
+        output = embedding.embedder(chars)
+        output.pow(2).sum().backward()
+        grads = [p.grad.clone() for p in embedding.embedder.parameters()]
+        results.append((output.detach(), grads))
+    (full, full_grads), (short, short_grads) = results
+    torch.testing.assert_close(short, full)
+    for a, b in zip(short_grads, full_grads):
+        torch.testing.assert_close(a, b)
