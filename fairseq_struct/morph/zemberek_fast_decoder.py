@@ -72,10 +72,11 @@ class PerceptronWeights:
         missing.sort(key=len, reverse=True)
         codes = _CodePoints(missing)
         # LossyIntLookup.get_fingerprint: Java's String.hashCode, low 27 bits
-        fingerprints = np.zeros(len(missing), dtype=np.uint64)
+        fingerprints = np.zeros(len(missing), dtype=np.uint32)
         for column in codes.columns():
-            live = len(column)
-            fingerprints[:live] = (31 * fingerprints[:live] + column) & 0xFFFFFFFF
+            live = fingerprints[: len(column)]  # a view: updated in place, wrapping like Java
+            live *= 31
+            live += column
         indexes = self._indexes(codes) * 2
         stored = self._data[indexes].astype(np.int64)
         matches = (fingerprints & 0x7FFFFFF).astype(np.int64) == stored
@@ -85,10 +86,11 @@ class PerceptronWeights:
 
     def _hash(self, codes: "_CodePoints", seeds: np.ndarray) -> np.ndarray:
         """MultiLevelMphf.hash_for_str of each string of `codes`, from `seeds` (0: the default)."""
-        values = np.where(seeds > 0, seeds, self._FNV_OFFSET).astype(np.uint64)
+        values = np.where(seeds > 0, seeds, self._FNV_OFFSET).astype(np.uint32)
         for column in codes.columns():
-            live = len(column)
-            values[:live] = ((values[:live] ^ column) * self._FNV_PRIME) & 0xFFFFFFFF
+            live = values[: len(column)]  # a view: updated in place, uint32 wraps like Java's int
+            live ^= column
+            live *= self._FNV_PRIME
         return (values & 0x7FFFFFFF).astype(np.int64)
 
     def _indexes(self, codes: "_CodePoints") -> np.ndarray:
@@ -137,7 +139,7 @@ class _CodePoints:
             if np.any(lengths[1:] > lengths[:-1]):
                 raise ValueError("the strings must come longest first")
             flat = np.frombuffer("".join(strings).encode("utf-32-le"), dtype=np.uint32)
-            by_position = np.zeros((int(lengths.max(initial=0)), len(strings)), dtype=np.uint64)
+            by_position = np.zeros((int(lengths.max(initial=0)), len(strings)), dtype=np.uint32)
             rows = np.repeat(np.arange(len(strings)), lengths)
             starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
             by_position[np.arange(len(flat)) - starts, rows] = flat
@@ -272,24 +274,19 @@ class FastDecoder:
         own_keys: List[str] = []
         for step in steps:
             first, second, third = words[step - 2], words[step - 1], words[step]
-            keys += [
-                "2:" + a.lemma + b.groups + c.lemma_groups
-                for a in first
-                for b in second
-                for c in third
-            ]
-            keys += ["3:" + b.lemma_groups + "-" + c.lemma_groups for b in second for c in third]
-            keys += ["9:" + b.lemma + "-" + c.lemma for b in second for c in third]
+            # each key is a prefix of (first, second) or of second, built once, + a part of third
+            prefixes = ["2:" + a.lemma + b.groups for a in first for b in second]
+            keys += [prefix + c.lemma_groups for prefix in prefixes for c in third]
+            prefixes = ["3:" + b.lemma_groups + "-" for b in second]
+            keys += [prefix + c.lemma_groups for prefix in prefixes for c in third]
+            prefixes = ["9:" + b.lemma + "-" for b in second]
+            keys += [prefix + c.lemma for prefix in prefixes for c in third]
             keys += ["10b:" + b.lemma for b in second]
             keys += ["10c:" + a.lemma for a in first]
-            keys += [
-                "15:" + a.last + "-" + b.last + "-" + ig
-                for a in first
-                for b in second
-                for c in third
-                for ig, _ in c.slots
-            ]
-            keys += ["17:" + b.last + ig for b in second for c in third for ig, _ in c.slots]
+            prefixes = ["15:" + a.last + "-" + b.last + "-" for a in first for b in second]
+            keys += [prefix + ig for prefix in prefixes for c in third for ig, _ in c.slots]
+            prefixes = ["17:" + b.last for b in second]
+            keys += [prefix + ig for prefix in prefixes for c in third for ig, _ in c.slots]
             own_keys += [key for c in third if c.own is None for key in c.own_keys]
         self.weight.prefetch(keys + own_keys)
         weights = self.weight.cached
