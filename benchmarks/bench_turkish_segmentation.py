@@ -18,7 +18,8 @@ segmented by both sides is compared; the script exits with status 1 if any diffe
 Prints one JSON line: rates in tokens/s by process CPU time (what other processes cannot take
 away on a shared CPU) and by wall clock, `ratio` (CPU time, cold caches), the cold rate after
 growing numbers of lines, and with --workers N the wall-clock speed-up of N worker processes
-over one (`segment_lines`, cold caches in every worker).
+over one (`segment_lines` from cold caches: the workers first analyse the new word types, each
+by one of them, then segment the lines with all of them analysed), with the load average.
 """
 
 import argparse
