@@ -22,14 +22,21 @@ Speed (Zemberek's per-sentence path runs at about 200 tokens/s here), with ident
 - when no token of a line has candidate analyses that differ in their segmentation, the
   disambiguator cannot change the result and is not run;
 - otherwise `zemberek_fast_decoder` runs: Zemberek's perceptron Viterbi decoder with the same
-  float32 sums in the same order, vectorised with numpy, stopping where the path is final;
+  float32 sums in the same order, vectorised with numpy, stopping where the path is final, and
+  keeping the trigram scores of each step (three tokens' candidates) across sentences;
 - `segment_lines` spreads a corpus over forked worker processes, in order, logs progress, and
-  takes the lines an earlier run segmented from a persistent `SegmentationCache`.
+  takes the lines an earlier run segmented from a persistent `SegmentationCache`. Per block of
+  lines the workers first analyse the chunks not seen yet, each chunk in one worker only, and
+  send them back (candidates as picklable `WordKey`s); workers forked after that inherit them
+  all and only disambiguate.
 Measured by `benchmarks/bench_turkish_segmentation.py` on all of tr-raw (Wikipedia, 17,967
-lines, 304,642 tokens, cold caches): reference 206 tokens/s, project 3,490 (ratio 16.9; 9.8 after
-1,000 lines, as word types repeat the ratio grows with the file), warm 11,813 (57x), 0 differing
-lines. The 50x target is not reached: cold time is about half word analysis (new types) and half
-feature hashing and decoding of new trigrams.
+lines, 304,642 tokens, cold caches): reference 198.6 tokens/s (CPU, 999 sampled lines),
+project 3,690.7 (ratio 18.58; 11.79 after 1,000 lines: as word types repeat the ratio grows
+with the file), warm 50,313.5 (253x), 0 differing lines. Worker scaling 1 -> 2 workers on
+2,000 lines: 1.97x by wall clock on a quiet machine (load average 1.15), 1.8x by CPU time
+(0.9x wall) while another process kept both cores busy (load average 3.4). The 50x cold target
+is not reached: cold time is about half word analysis and tokenization of new types and half
+feature hashing and decoding of new trigrams (most trigrams of a sentence are new).
 """
 
 import gc
@@ -342,9 +349,7 @@ def _analyse_in_worker(texts: List[str]) -> List[_Chunk]:
 def _fork_pool(workers: int) -> Any:
     """A pool whose workers are forked now, with this process's segmenter and caches."""
     gc.freeze()  # see segment_lines
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return context.Pool(workers)
+    return multiprocessing.get_context("fork").Pool(workers)
 
 
 def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], workers: int) -> None:
@@ -385,9 +390,10 @@ def segment_lines(
 
     Lines found in `cache` are not segmented again; the others are added to it as they come.
     The shared segmenter is built first, so that forked workers inherit it instead of building
-    Zemberek again (where processes cannot be forked, each worker builds its own). With
-    workers, each block of lines has its new chunks analysed across the workers first
-    (`_analyse_new_chunks`), then is segmented by workers forked with all of them analysed.
+    Zemberek again. With workers, each block of lines has its new chunks analysed across the
+    workers first (`_analyse_new_chunks`), then is segmented by workers forked with all of them
+    analysed. Workers must be forked: some of Zemberek's analyses depend on the process's string
+    hash seed (e.g. "tıbbı" has none under some seeds), and forked workers share the parent's.
     """
     stats = SegmentationStats() if stats is None else stats
     progress = _Progress(len(lines), stats, log_every_s)
@@ -400,6 +406,9 @@ def segment_lines(
         else:
             progress.add(results[index], cached=True)
     segmenter = shared_segmenter()
+    if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
+        logger.warning("processes cannot be forked here: segmenting in this process only")
+        workers = 1
     try:
         if workers > 1:
             # Zemberek's lexicon is millions of objects: a forked worker's garbage collector

@@ -144,6 +144,15 @@ def test_workers_refuse_a_line_with_a_boundary_mark(segmenter):
         segment_lines(["Gel!", f"ev{B}ler"], workers=2)
 
 
+def test_without_fork_lines_are_segmented_in_this_process(segmenter, monkeypatch, caplog):
+    # spawned workers would have another string hash seed, on which Zemberek's analyses depend
+    monkeypatch.setattr(turkish.multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    lines = ["Kitaplarımızı okuduk.", "Gel!"]
+    with caplog.at_level(logging.WARNING, logger="fairseq_struct.morph.turkish"):
+        assert segment_lines(lines, workers=2) == [segmenter.segment(x) for x in lines]
+    assert "cannot be forked" in caplog.text
+
+
 def test_cached_trigram_scores_give_the_same_paths(segmenter, monkeypatch):
     lines = ["Halk hikayelerine göre kediler dokuz canlıdır.", "Yüzü yüze bakar mısın?"] * 3
     keys = [
