@@ -33,8 +33,9 @@ Measured by `benchmarks/bench_turkish_segmentation.py` on all of tr-raw (Wikiped
 lines, 304,642 tokens, cold caches): reference 198.6 tokens/s (CPU, 999 sampled lines),
 project 3,690.7 (ratio 18.58; 11.79 after 1,000 lines: as word types repeat the ratio grows
 with the file), warm 50,313.5 (253x), 0 differing lines. Worker scaling 1 -> 2 workers on
-2,000 lines: 1.97x by wall clock on a quiet machine (load average 1.15), 1.8x by CPU time
-(0.9x wall) while another process kept both cores busy (load average 3.4). The 50x cold target
+2,000 lines: 1.97x by wall clock on a quiet machine (load average 1.15); 1.75-1.81x from CPU
+time on 1,000 and 2,000 lines (about 0.9x wall) while another process held a core (load
+average 2.9-3.4). The 50x cold target
 is not reached: cold time is about half word analysis and tokenization of new types and half
 feature hashing and decoding of new trigrams (most trigrams of a sentence are new).
 """
