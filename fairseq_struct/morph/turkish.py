@@ -75,7 +75,7 @@ _MAX_CACHE_ENTRIES = 4_000_000
 # segment_lines with workers: lines per block. Each block's new chunks are first analysed by
 # the workers, each chunk by one of them, and merged into the parent; then workers forked
 # afresh inherit them all and segment the block's lines.
-_BLOCK_LINES = 20_000
+_BLOCK_LINES = 50_000
 
 
 @dataclass(frozen=True)
@@ -368,6 +368,8 @@ def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], worke
         return
     if len(segmenter._chunks) + len(new) > _MAX_CACHE_ENTRIES:
         segmenter._chunks.clear()
+        new = list(chunks)  # the workers must find every chunk of `lines` analysed
+    started = time.monotonic()
     # interleaved batches: frequent (earlier seen) and rare chunks alike in every batch
     batches = [new[start :: workers * 4] for start in range(workers * 4)]
     pool = _fork_pool(workers)
@@ -378,6 +380,12 @@ def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], worke
         pool.join()  # reaped workers count in the caller's RUSAGE_CHILDREN CPU time
     finally:
         pool.terminate()
+    logger.info(
+        "analysed %d new chunks of %d lines in %.0f s",
+        len(new),
+        len(lines),
+        time.monotonic() - started,
+    )
 
 
 def segment_lines(
