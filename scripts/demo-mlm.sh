@@ -6,13 +6,13 @@
 #   masked-token accuracy of each against the unigram baseline.
 # Finished steps are reused when the demo runs again (delete demo-mlm-work/ to start over).
 # Environment overrides:
-#   DEMO_MLM_WORK (demo-mlm-work)  DEMO_MLM_MAX_UPDATE (500)  DEMO_MLM_SENTENCES (20000)
+#   DEMO_MLM_WORK (demo-mlm-work)  DEMO_MLM_MAX_UPDATE (800)  DEMO_MLM_SENTENCES (20000)
 #   DEMO_MLM_MODELS ("roberta bert2d bert_elmo")  DEMO_THREADS (2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ -x .venv/bin/python ]]; then export PATH="$PWD/.venv/bin:$PATH"; fi
 WORK="${DEMO_MLM_WORK:-demo-mlm-work}"
-MAX_UPDATE="${DEMO_MLM_MAX_UPDATE:-500}"
+MAX_UPDATE="${DEMO_MLM_MAX_UPDATE:-800}"
 SENTENCES="${DEMO_MLM_SENTENCES:-20000}"
 MODELS="${DEMO_MLM_MODELS:-roberta bert2d bert_elmo}"
 export OMP_NUM_THREADS="${DEMO_THREADS:-2}"
