@@ -30,12 +30,12 @@ Speed (Zemberek's per-sentence path runs at about 200 tokens/s here), with ident
   send them back (candidates as picklable `WordKey`s); workers forked after that inherit them
   all and only disambiguate.
 Measured by `benchmarks/bench_turkish_segmentation.py` on all of tr-raw (Wikipedia, 17,967
-lines, 304,642 tokens, cold caches): reference 198.6 tokens/s (CPU, 999 sampled lines),
-project 3,690.7 (ratio 18.58; 11.79 after 1,000 lines: as word types repeat the ratio grows
-with the file), warm 50,313.5 (253x), 0 differing lines. Worker scaling 1 -> 2 workers on
-2,000 lines: 1.97x by wall clock on a quiet machine (load average 1.15); 1.75-1.81x from CPU
-time on 1,000 and 2,000 lines (about 0.9x wall) while another process held a core (load
-average 2.9-3.4). The 50x cold target
+lines, 304,642 tokens, cold caches, load average 1.3): reference 218.3 tokens/s (CPU, 999
+sampled lines), project 4,205.4 (ratio 19.26; 11.56 after 1,000 lines: as word types repeat the
+ratio grows with the file), warm 51,873.5 (238x), 0 differing lines. Worker scaling 1 -> 2
+workers: 1.74x by wall clock on 2,000 lines in that run, 1.88x (2,000 lines) and 1.85x (1,000)
+in shorter runs, all on a quiet machine; about 0.9x wall but 1.75-1.84x from CPU time while
+another process held a core (load average 2.9-3.4). The 50x cold target
 is not reached: cold time is about half word analysis and tokenization of new types and half
 feature hashing and decoding of new trigrams (most trigrams of a sentence are new).
 """
