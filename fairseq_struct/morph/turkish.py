@@ -35,9 +35,9 @@ sampled lines), project 4,205.4 (ratio 19.26; 11.56 after 1,000 lines: as word t
 ratio grows with the file), warm 51,873.5 (238x), 0 differing lines. Worker scaling 1 -> 2
 workers: 1.74x by wall clock on 2,000 lines in that run, 1.88x (2,000 lines) and 1.85x (1,000)
 in shorter runs, all on a quiet machine; about 0.9x wall but 1.75-1.84x from CPU time while
-another process held a core (load average 2.9-3.4). The 50x cold target
-is not reached: cold time is about half word analysis and tokenization of new types and half
-feature hashing and decoding of new trigrams (most trigrams of a sentence are new).
+another process held a core (load average 2.9-3.4). The 50x cold target is not reached: cold
+time is about half word analysis and tokenization of new types and half feature hashing and
+decoding of new trigrams (most trigrams of a sentence are new).
 """
 
 import gc
