@@ -56,6 +56,9 @@ preprocess="fairseq-preprocess"
 if [[ -x "$root/.venv/bin/python" ]]; then python="$root/.venv/bin/python"; fi
 if [[ -x "$root/.venv/bin/fairseq-preprocess" ]]; then preprocess="$root/.venv/bin/fairseq-preprocess"; fi
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+# Some of Zemberek's analyses depend on Python's string hash seed: a fixed seed makes every run
+# segment alike (and lets runs reuse each other's segmentation cache).
+export PYTHONHASHSEED="${PYTHONHASHSEED:-0}"
 
 test_args=()
 if [[ -n "$test" ]]; then test_args=(--test "$test"); fi

@@ -79,6 +79,9 @@ if [[ -x "$root/.venv/bin/fairseq-preprocess" ]]; then
 fi
 # A checkout works without installing the package.
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+# Some of Zemberek's analyses depend on Python's string hash seed: a fixed seed makes every run
+# segment alike (and lets runs reuse each other's segmentation cache).
+export PYTHONHASHSEED="${PYTHONHASHSEED:-0}"
 
 "$python" -m fairseq_struct.morph.prepare \
     --src-lang "$src_lang" --tgt-lang "$tgt_lang" \

@@ -462,10 +462,14 @@ def _collect(
 
 
 def cache_fingerprint() -> str:
-    """What a cached segmentation depends on: Zemberek's version, lexicon and model, our rules."""
+    """What a cached segmentation depends on: Zemberek's version, lexicon and model, our rules,
+    and the process's string hash seed, on which some of Zemberek's analyses depend (the
+    prepare scripts fix PYTHONHASHSEED so that runs agree and reuse each other's caches)."""
     zemberek = import_zemberek()
     name = f"zemberek-{zemberek.__version__}-rules-{SEGMENTATION_RULES_VERSION}"
     digest = hashlib.sha256(name.encode())
+    # hash() of a fixed string is a function of the hash seed alone.
+    digest.update(str(hash("fairseq_struct segmentation cache")).encode())
     resources = Path(zemberek.__file__).parent / "resources"
     for resource in _FINGERPRINTED_RESOURCES:
         digest.update((resources / resource).read_bytes())

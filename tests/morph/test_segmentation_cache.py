@@ -80,3 +80,22 @@ def test_prepare_takes_a_cache_for_turkish_only(tmp_path):
     assert parse_args(splits).segmentation_cache is None
     with pytest.raises(SystemExit):
         parse_args(splits + cache + ["--tgt-lang", "iu"])
+
+
+def test_fingerprint_follows_the_hash_seed_that_zemberek_depends_on():
+    """Some Zemberek analyses depend on the string hash seed: caches filled under another seed
+    must not be reused, caches filled under the same seed must be."""
+    import os
+    import subprocess
+    import sys
+
+    def fingerprint(seed: str) -> str:
+        code = (
+            "from fairseq_struct.morph.turkish import cache_fingerprint; print(cache_fingerprint())"
+        )
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                text=True, check=True)  # fmt: skip
+        return result.stdout.strip().splitlines()[-1]
+
+    assert fingerprint("0") == fingerprint("0") != fingerprint("1")
