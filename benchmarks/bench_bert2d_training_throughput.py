@@ -37,7 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from fairseq.data import Dictionary
-from interleaved_timing import timed
+from interleaved_timing import add_repetition_arguments, timed
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
@@ -324,17 +324,8 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--word-vocab-size", type=int, default=30000, help="distinct words")
     parser.add_argument("--batch-size", type=int, default=8, help="sentences per batch")
     parser.add_argument("--lr", type=float, default=1e-4, help="AdamW learning rate")
-    parser.add_argument("--warmup-steps", type=int, default=1, help="untimed steps per side")
-    parser.add_argument("--steps", type=int, default=1, help="training steps per timed repeat")
-    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per side")
     parser.add_argument("--seed", type=int, default=1, help="for the weights, text and masks")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch intra-op threads (1 by default: on a shared machine, threads waiting for "
-        "each other make CPU timings erratic)",
-    )
+    add_repetition_arguments(parser, warmup_steps=1, steps=1, repeats=7)
 
 
 def parse_args(argv: List[str]) -> argparse.Namespace:

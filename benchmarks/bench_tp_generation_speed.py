@@ -25,7 +25,7 @@ from typing import Dict, List, Tuple
 import torch
 from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
-from interleaved_timing import synchronize
+from interleaved_timing import add_threads_argument, synchronize
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
@@ -74,13 +74,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=1, help="untimed batches per side")
     parser.add_argument("--repeats", type=int, default=7, help="timed batches per side")
     parser.add_argument("--seed", type=int, default=1, help="for the weights and the batch")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch intra-op threads (1 by default: on a shared machine, threads waiting for "
-        "each other make CPU timings erratic)",
-    )
+    add_threads_argument(parser)
     return parser.parse_args(argv)
 
 

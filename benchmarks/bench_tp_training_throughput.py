@@ -23,7 +23,7 @@ import torch
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 from fairseq.data import Dictionary
 from fairseq.optim.adafactor import Adafactor
-from interleaved_timing import timed
+from interleaved_timing import add_repetition_arguments, timed
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
@@ -105,17 +105,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     )
     parser.add_argument("--lr", type=float, default=1e-4, help="learning rate of the optimizer")
     parser.add_argument("--label-smoothing", type=float, default=0.1, help="epsilon of the loss")
-    parser.add_argument("--warmup-steps", type=int, default=2, help="untimed steps per side")
-    parser.add_argument("--steps", type=int, default=2, help="training steps per timed repeat")
-    parser.add_argument("--repeats", type=int, default=7, help="timed repeats per side")
     parser.add_argument("--seed", type=int, default=1, help="for the weights and the batch")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch intra-op threads (1 by default: on a shared machine, threads waiting for "
-        "each other make CPU timings erratic)",
-    )
+    add_repetition_arguments(parser, warmup_steps=2, steps=2, repeats=7)
     return parser.parse_args(argv)
 
 

@@ -31,7 +31,7 @@ from typing import Callable, Dict, List
 
 import torch
 from fairseq.modules import MultiheadAttention
-from interleaved_timing import synchronize, timed
+from interleaved_timing import add_repetition_arguments, synchronize, timed
 from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile
 
@@ -98,17 +98,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument(
         "--mean-pieces", type=float, default=1.5, help="mean pieces per word (Turkish-like)"
     )
-    parser.add_argument("--warmup-steps", type=int, default=1, help="untimed steps per side")
-    parser.add_argument("--steps", type=int, default=1, help="steps per timed repeat")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats per side")
     parser.add_argument("--seed", type=int, default=1, help="for the weights, input and words")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="torch intra-op threads (1 by default: on a shared machine, threads waiting for "
-        "each other make CPU timings erratic)",
-    )
+    add_repetition_arguments(parser, warmup_steps=1, steps=1, repeats=5)
     return parser.parse_args(argv)
 
 
