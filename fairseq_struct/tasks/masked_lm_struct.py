@@ -23,10 +23,8 @@ from fairseq.data import (
     NestedDictionaryDataset,
     NumelDataset,
     NumSamplesDataset,
-    PrependTokenDataset,
     RightPadDataset,
     SortDataset,
-    TokenBlockDataset,
     data_utils,
 )
 from fairseq.dataclass import ChoiceEnum
