@@ -14,7 +14,9 @@ with the suffix. Nothing but boundary marks is ever added: removing them gives t
 
 Speed (Zemberek's per-sentence path runs at about 200 tokens/s here), with identical output:
 - whitespace-separated chunks are tokenized and analysed once per distinct chunk (Zemberek's
-  ANTLR lexer never lets a token span a space, so a line's tokens are its chunks' tokens);
+  ANTLR lexer never lets a token span a space, so a line's tokens are its chunks' tokens), and
+  chunks of plain Turkish letters (`_PLAIN_WORD`, 78% of the distinct chunks of tr-raw and
+  tatoeba) are one Word token without running the lexer;
 - word types are analysed by `zemberek_fast_analysis`, an exact re-implementation of
   Zemberek's suffix-graph search that memoises surfaces, attribute sets and phonetic conditions
   per (state, attributes) and drops paths that can no longer end (tested type by type against
@@ -30,12 +32,12 @@ Speed (Zemberek's per-sentence path runs at about 200 tokens/s here), with ident
   send them back (candidates as picklable `WordKey`s); workers forked after that inherit them
   all and only disambiguate.
 Measured by `benchmarks/bench_turkish_segmentation.py` on all of tr-raw (Wikipedia, 17,967
-lines, 304,642 tokens, cold caches, load average 1.3): reference 218.3 tokens/s (CPU, 999
-sampled lines), project 4,205.4 (ratio 19.26; 11.56 after 1,000 lines: as word types repeat the
-ratio grows with the file), warm 51,873.5 (238x), 0 differing lines. Worker scaling 1 -> 2
-workers: 1.74x by wall clock on 2,000 lines in that run, 1.88x (2,000 lines) and 1.85x (1,000)
-in shorter runs, all on a quiet machine; about 0.9x wall but 1.75-1.84x from CPU time while
-another process held a core (load average 2.9-3.4). The 50x cold target is not reached: cold
+lines, 304,642 tokens, cold caches, load average 1.0-1.1): reference 235.7 tokens/s (CPU, 1,057
+sampled lines), project 5,414.7 (ratio 22.97; 14.01 after 1,000 lines: as word types repeat the
+ratio grows with the file), warm 58,068.8 (246x), 0 differing lines. Worker scaling 1 -> 2
+workers: 1.76x by wall clock on 2,000 lines in that run (1.74-1.88x in earlier runs), all on a
+quiet machine; about 0.9x wall but 1.75-1.84x from CPU time while another process held a core
+(load average 2.9-3.4). The 50x cold target is not reached: cold
 time is about half word analysis and tokenization of new types and half feature hashing and
 decoding of new trigrams (most trigrams of a sentence are new).
 """
@@ -44,6 +46,7 @@ import gc
 import hashlib
 import logging
 import multiprocessing
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +66,12 @@ MorphemeCuts = Tuple[int, ...]
 # "İstanbul'da"): they are skipped when the surfaces are matched against the original text.
 _APOSTROPHES = frozenset("'′´`’‘")
 _DROPPED_BY_ZEMBEREK = _APOSTROPHES | {"."}
+# Chunks that Zemberek's ANTLR lexer always returns as one Word token, so they skip it (about
+# 250 µs a chunk): Turkish letters, lower case after at most one capital. Capitals alone are
+# left to the lexer ("I", "XIV" are RomanNumeral); with no digit, dot or symbol no other rule
+# (numbers, abbreviations, URLs, emoticons) can match. tests/morph checks every such chunk of
+# the shared corpora against the lexer.
+_PLAIN_WORD = re.compile("[A-ZÇĞİÖŞÜÂÎÛ]?[a-zçğıöşüâîû]+")
 
 # Bump when a change here changes any segmentation: entries of persistent caches (made with
 # the old rules) are then no longer used.
@@ -148,6 +157,7 @@ class TurkishSegmenter:
         self._normalize_quotes = TextUtil.normalize_quotes_hyphens
         self._normalize_apostrophes = TextUtil.normalize_apostrophes
         self._token_class = Token
+        self._word_type = Token.Type.Word
         self._decoder = FastDecoder(self.morphology.ambiguity_resolver)
         self._chunks: Dict[str, _Chunk] = {}
         self._candidates: Dict[Tuple[str, Any], Tuple[Any, ...]] = {}
@@ -187,7 +197,7 @@ class TurkishSegmenter:
 
     def _analyse_chunk(self, text: str) -> _Chunk:
         tokens = []
-        for content, type_, start, end in self._tokenize(text):
+        for content, type_, start, end in self._chunk_tokens(text):
             analyses = self._candidates_of(content, type_)
             cuts = tuple(self._cuts(text[start:end], analysis) for analysis in analyses)
             keys = tuple(map(self._decoder.word_key, analyses))
@@ -197,6 +207,12 @@ class TurkishSegmenter:
         starts = [token.start for token in tokens]
         segmented = _insert_boundaries(text, starts, [token.cuts[0] for token in tokens])
         return _Chunk(text, tuple(tokens), segmented)
+
+    def _chunk_tokens(self, text: str) -> Iterator[Tuple[str, Any, int, int]]:
+        """`_tokenize(text)`, without running the lexer on a plain word (`_PLAIN_WORD`)."""
+        if _PLAIN_WORD.fullmatch(text):
+            return iter(((text, self._word_type, 0, len(text)),))
+        return self._tokenize(text)
 
     def _tokenize(self, text: str) -> Iterator[Tuple[str, Any, int, int]]:
         """Zemberek's tokens of `text` as (content, type, start, end) in the original `text`."""

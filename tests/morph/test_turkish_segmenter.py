@@ -226,6 +226,21 @@ def test_same_output_as_per_sentence_analyze_and_disambiguate(segmenter):
     assert 0 < disambiguated < len(lines)
 
 
+def test_plain_words_skip_the_lexer_only_where_it_gives_one_word_token(segmenter):
+    # The fast path is only exact if Zemberek's lexer makes every plain chunk one Word token:
+    # check every distinct such chunk of the shared Turkish corpora (and tricky ones) against it.
+    chunks = {"dil", "Mi", "xD", "Iv", "İstanbul", "âlem", "Âdem", "kâr", "q", "I", "XIV", "MC"}
+    for path in (TATOEBA_TR, SHARED_DATA / "tr-raw" / "tr_wikiner_train_sentences.txt"):
+        if path.exists():
+            chunks.update(path.read_text(encoding="utf-8").split())
+    plain = 0
+    for chunk in sorted(chunks):
+        tokens = list(segmenter._tokenize(chunk))
+        assert list(segmenter._chunk_tokens(chunk)) == tokens, chunk
+        plain += bool(turkish._PLAIN_WORD.fullmatch(chunk))
+    assert 10 < plain < len(chunks)  # both paths were exercised
+
+
 def test_a_second_run_takes_every_line_from_the_persistent_cache(segmenter, tmp_path):
     lines = ["Kitaplarımızı okuduk.", "Ali'ye göre, evlerde kimse yok.", "Gel!", "Gel!"]
     expected = [segmenter.segment(line) for line in lines]
