@@ -37,9 +37,9 @@ sampled lines), project 5,414.7 (ratio 22.97; 14.01 after 1,000 lines: as word t
 ratio grows with the file), warm 58,068.8 (246x), 0 differing lines. Worker scaling 1 -> 2
 workers: 1.76x by wall clock on 2,000 lines in that run (1.74-1.88x in earlier runs), all on a
 quiet machine; about 0.9x wall but 1.75-1.84x from CPU time while another process held a core
-(load average 2.9-3.4). The 50x cold target is not reached: cold
-time is about half word analysis and tokenization of new types and half feature hashing and
-decoding of new trigrams (most trigrams of a sentence are new).
+(load average 2.9-3.4). The 50x cold target is not reached: cold time is about half word
+analysis of new types and half feature hashing and decoding of new trigrams (most trigrams of
+a sentence are new).
 """
 
 import gc
