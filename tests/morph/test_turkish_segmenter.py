@@ -238,7 +238,7 @@ def test_plain_words_skip_the_lexer_only_where_it_gives_one_word_token(segmenter
         tokens = list(segmenter._tokenize(chunk))
         assert list(segmenter._chunk_tokens(chunk)) == tokens, chunk
         plain += bool(turkish._PLAIN_WORD.fullmatch(chunk))
-    assert 10 < plain < len(chunks)  # both paths were exercised
+    assert 0 < plain < len(chunks)  # both paths were exercised (also without ../shared)
 
 
 def test_a_second_run_takes_every_line_from_the_persistent_cache(segmenter, tmp_path):
