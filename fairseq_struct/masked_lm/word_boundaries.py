@@ -45,18 +45,15 @@ def word_start_lookup(dictionary: Dictionary, tokens_are_words: bool = False) ->
     """
     if tokens_are_words:
         return torch.ones(len(dictionary), dtype=torch.bool)
-    starts = [
-        is_special_symbol(dictionary, i) or dictionary[i].startswith(WORD_START)
-        for i in range(len(dictionary))
-    ]
-    if not any(dictionary[i].startswith(WORD_START) for i in range(len(dictionary))):
+    marked = torch.tensor([symbol.startswith(WORD_START) for symbol in dictionary.symbols])
+    if not bool(marked.any()):
         raise ValueError(
             f"the dictionary ({len(dictionary)} symbols) has no piece starting with "
             f"{WORD_START!r} (SentencePiece's word-start mark), so word boundaries cannot be "
             "found; for word-level data (one token per word, as for bert_elmo) pass "
             "--tokens-are-words"
         )
-    return torch.tensor(starts)
+    return marked | special_symbol_lookup(dictionary)
 
 
 @dataclass
