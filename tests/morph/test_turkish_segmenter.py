@@ -163,6 +163,10 @@ def test_cached_trigram_scores_give_the_same_paths(segmenter, monkeypatch):
     cold = [fresh.best_path(sentence, len(sentence) - 1) for sentence in keys]
     assert fresh._steps  # kept across sentences
     assert [fresh.best_path(sentence, len(sentence) - 1) for sentence in keys] == cold
+    # all sentences at once (their new steps scored together), cold and warm
+    batched = FastDecoder(segmenter.morphology.ambiguity_resolver)
+    for _ in range(2):
+        assert batched.best_paths([(sentence, len(sentence) - 1) for sentence in keys]) == cold
     # a cache that overflows is emptied and refilled, with the same paths
     monkeypatch.setattr(zemberek_fast_decoder, "_MAX_STEP_ENTRIES", 5)
     small = FastDecoder(segmenter.morphology.ambiguity_resolver)
@@ -218,12 +222,13 @@ def test_same_output_as_per_sentence_analyze_and_disambiguate(segmenter):
         pytest.skip(f"{TATOEBA_TR} is absent (shared development data, not part of the repo)")
     lines = TATOEBA_TR.read_text(encoding="utf-8").split("\n")[3000:3300]
     stats_before = SegmentationStats(**vars(segmenter.stats))
-    fast = [segmenter.segment(line) for line in lines]
+    fast = segmenter.segment_many(lines)  # as segment_lines does: the decoder batched
     reference = [segmenter.segment_reference(line) for line in lines]
     assert [i for i, (a, b) in enumerate(zip(fast, reference)) if a != b] == []
     disambiguated = segmenter.stats.disambiguated_lines - stats_before.disambiguated_lines
     # both paths were exercised: lines the disambiguator could change, and lines it could not
     assert 0 < disambiguated < len(lines)
+    assert [segmenter.segment(line) for line in lines[:50]] == fast[:50]  # line by line
 
 
 def test_plain_words_skip_the_lexer_only_where_it_gives_one_word_token(segmenter):
