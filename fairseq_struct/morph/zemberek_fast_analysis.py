@@ -19,6 +19,7 @@ import copy
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 from fairseq_struct.morph.zemberek_loading import import_zemberek
+from fairseq_struct.morph.zemberek_tail_automaton import StepTable, TailAutomaton
 
 import_zemberek()
 from zemberek.core.turkish import PhoneticAttribute, TurkishAlphabet  # noqa: E402
@@ -32,10 +33,6 @@ from zemberek.morphology.morphotactics.operator import Operator  # noqa: E402
 Attributes = FrozenSet[PhoneticAttribute]
 _TokenType = SurfaceTransition.TemplateTokenType
 _CANNOT_TERMINATE = PhoneticAttribute.CannotTerminate
-# _can_end answers True (keeps the path) beyond this many suffixes, instead of recursing deeper.
-_MAX_DEPTH = 200
-# Memoised answers of _can_end are dropped when there are this many (~150 bytes each).
-_MAX_VIABLE_ENTRIES = 2_000_000
 
 
 class _Path:
@@ -84,12 +81,6 @@ class _Path:
         return None if len(self.transitions) < 2 else self.transitions[-2].get_state()
 
 
-# One outgoing transition of a state, for one attribute set: (transition, surface (None where
-# Zemberek cannot generate it and raises), whether it has a surface template, the conditions
-# left to check on the path, attributes after it when it consumes all / part of the tail).
-_Step = Tuple[Any, Optional[str], bool, Tuple[Any, ...], Attributes, Attributes]
-
-
 class FastRuleBasedAnalyzer:
     """`RuleBasedAnalyzer.analyze` (not ASCII-tolerant) with the per-state work memoised."""
 
@@ -102,8 +93,9 @@ class FastRuleBasedAnalyzer:
         self._interned: Dict[Attributes, Attributes] = {}
         # (state, attributes) -> the steps a tail starting with a character may take, by that
         # character, and the steps any other tail may take (those that consume no character).
-        self._steps: Dict[Tuple[int, Attributes], Tuple[Dict[str, List[_Step]], List[_Step]]] = {}
-        self._viable: Dict[Tuple[int, Attributes, str], bool] = {}
+        self._steps: Dict[Tuple[int, Attributes], StepTable] = {}
+        # Paths that cannot become an analysis are dropped: the walk is the same without them.
+        self._can_end = TailAutomaton(self._table).can_end
 
     def analyze(self, word: str) -> Tuple[SingleAnalysis, ...]:
         paths = [
@@ -156,10 +148,7 @@ class FastRuleBasedAnalyzer:
         """`RuleBasedAnalyzer.advance`: append the paths one suffix longer to `following`."""
         tail = path.tail
         attributes = path.phonetic_attributes
-        table = self._steps.get((id(path.current_state), attributes))
-        if table is None:
-            table = self._steps_of(path.current_state, attributes)
-        by_first_char, no_char = table
+        by_first_char, no_char = self._table(path.current_state, attributes)
         for transition, surface, has_surface, conditions, all_tail, part_tail in by_first_char.get(
             tail[:1], no_char
         ):
@@ -204,55 +193,15 @@ class FastRuleBasedAnalyzer:
                 )
             following.append(new)
 
-    def _can_end(self, state: Any, attributes: Attributes, tail: str, depth: int = 0) -> bool:
-        """Whether a path could still become an analysis, ignoring the non-phonetic conditions.
-
-        A path for which this is False yields no analysis, so dropping it changes neither the
-        analyses nor their order; it only saves walking it. True is only ever too optimistic: a
-        state met again while its own answer is pending (a cycle of empty suffixes) counts as
-        able to end, and so does a surface Zemberek would fail to generate, or a deep search.
-        """
-        key = (id(state), attributes, tail)
-        known = self._viable.get(key)
-        if known is not None:
-            return known
-        if depth > _MAX_DEPTH:
-            return True
-        if len(self._viable) >= _MAX_VIABLE_ENTRIES:
-            self._viable.clear()
-        self._viable[key] = True  # pending
-        able = not tail and state.terminal_ and _CANNOT_TERMINATE not in attributes
-        if not able:
-            table = self._steps.get((id(state), attributes))
-            if table is None:
-                table = self._steps_of(state, attributes)
-            for transition, surface, has_surface, _, all_tail, part_tail in table[0].get(
-                tail[:1], table[1]
-            ):
-                if has_surface:
-                    if not tail:
-                        continue
-                    if surface is None:
-                        able = True
-                        break
-                    if not tail.startswith(surface):
-                        continue
-                    rest = tail[len(surface) :]
-                    successor = all_tail if not rest else part_tail
-                else:
-                    rest, successor = tail, attributes
-                if self._can_end(transition.to, successor, rest, depth + 1):
-                    able = True
-                    break
-        self._viable[key] = able
-        return able
-
     def _intern(self, attributes: Attributes) -> Attributes:
         return self._interned.setdefault(attributes, attributes)
 
-    def _steps_of(
-        self, state: Any, attributes: Attributes
-    ) -> Tuple[Dict[str, List[_Step]], List[_Step]]:
+    def _table(self, state: Any, attributes: Attributes) -> StepTable:
+        """The steps of `state` under `attributes`, by the first character of their surface."""
+        table = self._steps.get((id(state), attributes))
+        return self._steps_of(state, attributes) if table is None else table
+
+    def _steps_of(self, state: Any, attributes: Attributes) -> StepTable:
         steps = []
         for transition in state.outgoing:
             conditions = _remaining_conditions(transition.condition, attributes)

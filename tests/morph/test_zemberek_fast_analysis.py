@@ -90,3 +90,28 @@ def test_the_stock_analyser_is_left_alone(morphologies):
     assert not isinstance(stock.analyzer, FastRuleBasedAnalyzer)
     assert stock.unidentified_token_analyzer.analyzer is stock.analyzer
     assert fast.unidentified_token_analyzer.analyzer is fast.analyzer
+
+
+def test_tail_automaton_rebuilt_when_full_gives_the_same_analyses(morphologies, monkeypatch):
+    from fairseq_struct.morph import zemberek_tail_automaton
+    from fairseq_struct.morph.zemberek_fast_analysis import fast_morphology
+
+    stock, _ = morphologies
+    monkeypatch.setattr(zemberek_tail_automaton, "_MAX_STATES", 20)
+    small = fast_morphology(stock)  # its automaton is emptied every few words
+    lines = ["Göremediklerimizden kitaplarımızı okuyabileceklermiş.", "Evlerdekilerden mi?"]
+    tokens = word_types(stock, lines)
+    assert_same_analyses(stock, small, tokens)
+    assert len(small.analyzer._can_end.__self__._configs) <= 20 + max(map(len, lines))
+
+
+def test_paths_that_cannot_end_are_told_apart(morphologies):
+    _, fast = morphologies
+    analyzer = fast.analyzer
+    (stem,) = [s for s in analyzer._stems("evlerde") if s.surface == "ev"]
+    attributes = analyzer._intern(frozenset(stem.phonetic_attributes))
+    can_end = analyzer._can_end
+    assert can_end(stem.to, attributes, "lerde")  # ev+ler+de
+    assert can_end(stem.to, attributes, "")  # ev
+    assert not can_end(stem.to, attributes, "lerdeqq")
+    assert not can_end(stem.to, attributes, "larda")  # back vowels after a front one
