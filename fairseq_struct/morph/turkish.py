@@ -67,12 +67,19 @@ MorphemeCuts = Tuple[int, ...]
 # "İstanbul'da"): they are skipped when the surfaces are matched against the original text.
 _APOSTROPHES = frozenset("'′´`’‘")
 _DROPPED_BY_ZEMBEREK = _APOSTROPHES | {"."}
-# Chunks that Zemberek's ANTLR lexer always returns as one Word token, so they skip it (about
-# 250 µs a chunk): Turkish letters, lower case after at most one capital. Capitals alone are
-# left to the lexer ("I", "XIV" are RomanNumeral); with no digit, dot or symbol no other rule
-# (numbers, abbreviations, URLs, emoticons) can match. tests/morph checks every such chunk of
-# the shared corpora against the lexer.
+# Chunks whose tokens Zemberek's ANTLR lexer (about 250 µs a chunk) is known to give, so they
+# skip it; tests/morph checks every such chunk of the shared corpora against the lexer.
+# - Turkish letters, lower case after at most one capital: one Word token. Capitals alone are
+#   left to the lexer ("I", "XIV" are RomanNumeral); with no digit, dot or symbol no other rule
+#   (numbers, abbreviations, URLs, emoticons) can match.
 _PLAIN_WORD = re.compile("[A-ZÇĞİÖŞÜÂÎÛ]?[a-zçğıöşüâîû]+")
+# - such a word of two letters or more, an apostrophe and a lower-case suffix ("İstanbul'da"):
+#   one WordWithSymbol token (the rule wants two characters before the apostrophe: "O'Neil" is
+#   three tokens).
+_APOSTROPHE_WORD = re.compile("(?=[^']{2})[A-ZÇĞİÖŞÜÂÎÛ]?[a-zçğıöşüâîû]+'[a-zçğıöşüâîû]+")
+# - such a word and one punctuation mark ("geldi,"): a Word and a Punctuation token, unless
+#   the word and a dot are an abbreviation ("vb."), which the lexer makes one token.
+_WORD_AND_PUNCTUATION = re.compile("[A-ZÇĞİÖŞÜÂÎÛ]?[a-zçğıöşüâîû]+[.,;:!?]")
 
 # Bump when a change here changes any segmentation: entries of persistent caches (made with
 # the old rules) are then no longer used.
@@ -148,6 +155,7 @@ class TurkishSegmenter:
         import_zemberek()
         from zemberek.core.text import TextUtil
         from zemberek.core.turkish import TurkishAlphabet
+        from zemberek.tokenization.antlr.turkish_lexer import TurkishLexer
         from zemberek.tokenization.token import Token
 
         from fairseq_struct.morph.zemberek_fast_analysis import fast_morphology
@@ -161,6 +169,9 @@ class TurkishSegmenter:
         self._normalize_apostrophes = TextUtil.normalize_apostrophes
         self._token_class = Token
         self._word_type = Token.Type.Word
+        self._word_with_symbol_type = Token.Type.WordWithSymbol
+        self._punctuation_type = Token.Type.Punctuation
+        self._abbreviations = TurkishLexer.abbreviations
         self._decoder = FastDecoder(self.morphology.ambiguity_resolver)
         self._chunks: Dict[str, _Chunk] = {}
         self._candidates: Dict[Tuple[str, Any], Tuple[Any, ...]] = {}
@@ -232,9 +243,20 @@ class TurkishSegmenter:
         return _Chunk(text, tuple(tokens), segmented)
 
     def _chunk_tokens(self, text: str) -> Iterator[Tuple[str, Any, int, int]]:
-        """`_tokenize(text)`, without running the lexer on a plain word (`_PLAIN_WORD`)."""
+        """`_tokenize(text)`, without running the lexer where its tokens are known (`_PLAIN_WORD`,
+        `_APOSTROPHE_WORD`, `_WORD_AND_PUNCTUATION`)."""
         if _PLAIN_WORD.fullmatch(text):
             return iter(((text, self._word_type, 0, len(text)),))
+        if _APOSTROPHE_WORD.fullmatch(text):
+            return iter(((text, self._word_with_symbol_type, 0, len(text)),))
+        if _WORD_AND_PUNCTUATION.fullmatch(text) and text not in self._abbreviations:
+            end = len(text) - 1
+            return iter(
+                (
+                    (text[:end], self._word_type, 0, end),
+                    (text[end], self._punctuation_type, end, len(text)),
+                )
+            )
         return self._tokenize(text)
 
     def _tokenize(self, text: str) -> Iterator[Tuple[str, Any, int, int]]:

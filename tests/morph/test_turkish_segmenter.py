@@ -231,19 +231,24 @@ def test_same_output_as_per_sentence_analyze_and_disambiguate(segmenter):
     assert [segmenter.segment(line) for line in lines[:50]] == fast[:50]  # line by line
 
 
-def test_plain_words_skip_the_lexer_only_where_it_gives_one_word_token(segmenter):
-    # The fast path is only exact if Zemberek's lexer makes every plain chunk one Word token:
-    # check every distinct such chunk of the shared Turkish corpora (and tricky ones) against it.
+def test_chunks_skip_the_lexer_only_where_it_gives_the_same_tokens(segmenter):
+    # The fast paths are only exact if Zemberek's lexer gives the tokens they assume: check
+    # every distinct chunk of the shared Turkish corpora (and tricky ones) against it.
     chunks = {"dil", "Mi", "xD", "Iv", "İstanbul", "âlem", "Âdem", "kâr", "q", "I", "XIV", "MC"}
+    chunks |= {"İstanbul'da", "O'Neil", "Ali'nin'ki", "ab'c", "ali'", "Iv'de", "IV'te", "x'y"}
+    chunks |= {"geldi,", "geldi.", "Geldi!", "vb.", "Dr.", "dr.", "a.", "I.", "gel...", "ne?!"}
     for path in (TATOEBA_TR, SHARED_DATA / "tr-raw" / "tr_wikiner_train_sentences.txt"):
         if path.exists():
             chunks.update(path.read_text(encoding="utf-8").split())
-    plain = 0
+    fast_paths = (turkish._PLAIN_WORD, turkish._APOSTROPHE_WORD, turkish._WORD_AND_PUNCTUATION)
+    used = [0, 0, 0]
     for chunk in sorted(chunks):
         tokens = list(segmenter._tokenize(chunk))
         assert list(segmenter._chunk_tokens(chunk)) == tokens, chunk
-        plain += bool(turkish._PLAIN_WORD.fullmatch(chunk))
-    assert 0 < plain < len(chunks)  # both paths were exercised (also without ../shared)
+        for index, pattern in enumerate(fast_paths):
+            used[index] += bool(pattern.fullmatch(chunk))
+    # every path was exercised, and the lexer too (also without ../shared)
+    assert min(used) > 0 and sum(used) < len(chunks)
 
 
 def test_a_second_run_takes_every_line_from_the_persistent_cache(segmenter, tmp_path):
