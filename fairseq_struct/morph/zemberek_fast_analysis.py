@@ -18,21 +18,28 @@ Zemberek's own `analyze_and_disambiguate` stays the unmodified reference.
 import copy
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
+import numpy as np
+
 from fairseq_struct.morph.zemberek_loading import import_zemberek
 from fairseq_struct.morph.zemberek_tail_automaton import StepTable, TailAutomaton
 
 import_zemberek()
-from zemberek.core.turkish import PhoneticAttribute, TurkishAlphabet  # noqa: E402
+from zemberek.core.turkish import PhoneticAttribute, RootAttribute, TurkishAlphabet  # noqa: E402
 from zemberek.morphology.analysis.attributes_helper import AttributesHelper  # noqa: E402
 from zemberek.morphology.analysis.rule_based_analyzer import RuleBasedAnalyzer  # noqa: E402
 from zemberek.morphology.analysis.single_analysis import SingleAnalysis  # noqa: E402
 from zemberek.morphology.analysis.surface_transitions import SurfaceTransition  # noqa: E402
 from zemberek.morphology.morphotactics.conditions import Conditions  # noqa: E402
 from zemberek.morphology.morphotactics.operator import Operator  # noqa: E402
+from zemberek.morphology.morphotactics.turkish_morphotactics import (  # noqa: E402
+    TurkishMorphotactics,
+)
 
 Attributes = FrozenSet[PhoneticAttribute]
 _TokenType = SurfaceTransition.TemplateTokenType
 _CANNOT_TERMINATE = PhoneticAttribute.CannotTerminate
+_DUMMY = RootAttribute.Dummy
+_MISSING = object()
 
 
 class _Path:
@@ -94,6 +101,8 @@ class FastRuleBasedAnalyzer:
         # (state, attributes) -> the steps a tail starting with a character may take, by that
         # character, and the steps any other tail may take (those that consume no character).
         self._steps: Dict[Tuple[int, Attributes], StepTable] = {}
+        # (morpheme, surface) -> its MorphemeData in analyses (None: left out of them)
+        self._morpheme_data: Dict[Tuple[int, str], Optional[SingleAnalysis.MorphemeData]] = {}
         # Paths that cannot become an analysis are dropped: the walk is the same without them.
         self._can_end = TailAutomaton(self._table).can_end
 
@@ -113,7 +122,32 @@ class FastRuleBasedAnalyzer:
             paths = [
                 p for p in paths if self._can_end(p.current_state, p.phonetic_attributes, p.tail)
             ]
-        return tuple(SingleAnalysis.from_search_path(path) for path in self._search(paths))
+        return tuple(map(self._analysis, self._search(paths)))
+
+    def _analysis(self, path: _Path) -> SingleAnalysis:
+        """`SingleAnalysis.from_search_path(path)`, with the data of each morpheme built once."""
+        morphemes = []
+        derivations = 0
+        for transition in path.transitions:
+            state = transition.lexical_transition.to
+            derivations += state.derivative
+            key = (id(state.morpheme), transition.surface)
+            data = self._morpheme_data.get(key, _MISSING)
+            if data is _MISSING:
+                data = self._morpheme_data[key] = _morpheme_data(state.morpheme, transition.surface)
+            if data is not None:
+                morphemes.append(data)
+        # Zemberek sizes the groups by derivative states and fills them at derivational morphemes
+        boundaries = np.zeros(derivations + 1, dtype=np.int32)
+        group = 1
+        for index, data in enumerate(morphemes):
+            if data.morpheme.derivational_:
+                boundaries[group] = index
+                group += 1
+        item = path.transitions[0].lexical_transition.item
+        if _DUMMY in item.attributes:
+            item = item.reference_item
+        return SingleAnalysis(item, morphemes, boundaries)
 
     def _stems(self, word: str) -> List[Any]:
         """`StemTransitions.get_prefix_matches`: the stems of every prefix, shortest first."""
@@ -237,6 +271,24 @@ class FastRuleBasedAnalyzer:
             attributes.add(PhoneticAttribute.ExpectsVowel)
             attributes.add(_CANNOT_TERMINATE)
         return self._intern(frozenset(attributes))
+
+
+class _MorphemeData(SingleAnalysis.MorphemeData):
+    """Zemberek's MorphemeData, shared by the analyses that contain it: its hash is kept."""
+
+    def __init__(self, morpheme: Any, surface: str) -> None:
+        super().__init__(morpheme, surface)
+        self._hash = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+def _morpheme_data(morpheme: Any, surface: str) -> Optional[_MorphemeData]:
+    """What `SingleAnalysis.from_search_path` records of a morpheme: nothing of nom and pnon."""
+    if morpheme == TurkishMorphotactics.nom or morpheme == TurkishMorphotactics.pnon:
+        return None
+    return _MorphemeData(morpheme, surface)
 
 
 def _phonetic_value(condition: Any, attributes: Attributes) -> Optional[bool]:

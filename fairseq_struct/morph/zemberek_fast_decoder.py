@@ -1,15 +1,17 @@
 """Zemberek's perceptron disambiguator (`PerceptronAmbiguityResolver`), exact and faster.
 
-`FastDecoder.best_path` returns the analyses Zemberek's `Decoder.best_path` chooses. Zemberek
-extracts the features of every trigram of candidate analyses as strings, looks each weight up
-in a minimal perfect hash computed one character at a time with numpy scalars, and sums in
-float32; the Viterbi search keeps its hypotheses in a list searched linearly. Here:
-- the weights are looked up for all new features of a sentence at once with numpy arithmetic
-  (`PerceptronWeights`, an exact port of `CompressedWeights.get_`) and memoised;
-- the features of a trigram are built from parts memoised per analysis and per pair of
-  analyses, the weights of every trigram of the sentence go into one matrix, and its columns
-  are summed with float32 array additions: the same float32 sums, term by term in Zemberek's
-  order, as its scalar loop;
+`FastDecoder.best_paths` returns the analyses Zemberek's `Decoder.best_path` chooses for each
+sentence. Zemberek extracts the features of every trigram of candidate analyses as strings,
+looks each weight up one feature and one character at a time, and sums in float32; the Viterbi
+search keeps its hypotheses in a list searched linearly. Here, for many sentences at once:
+- the strings a feature is made of (lemmas, inflectional groups, the template's literals) are
+  interned, and each of Zemberek's feature templates (`_TEMPLATES`) is a family whose weights
+  are memoised by the ids of its variable parts, in sorted numpy arrays;
+- the features of all trigrams of all new steps are numpy arrays of those ids; the ones not
+  memoised yet are assembled into code points and looked up together (`PerceptronWeights`,
+  an exact port of `CompressedWeights.get_`), without building a Python string;
+- each trigram's score is the float32 sum of its terms, added term by term in Zemberek's order
+  as arrays over all trigrams: the same float32 sums as its scalar loop;
 - the Viterbi step is a float32 array maximum whose ties go to the first hypothesis in
   Zemberek's insertion order, as its strict `>` replacement does;
 - decoding stops where every token left has one segmentation and two tokens in a row have a
@@ -20,227 +22,126 @@ Candidates are given as `WordKey`s, what the feature extractor reads of an analy
 inflectional groups): small picklable tuples that worker processes can send to each other.
 """
 
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-# Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory
-# (about 200 bytes an entry).
-_MAX_CACHE_ENTRIES = 4_000_000
-# Trigram scores of steps kept across sentences (a few hundred bytes each).
-_MAX_STEP_ENTRIES = 500_000
+from fairseq_struct.morph.zemberek_perceptron_weights import PerceptronWeights, StringTable
 
 # What the feature extractor reads of an analysis: its lemma and inflectional groups (WordData).
 WordKey = Tuple[str, Tuple[str, ...]]
 
+# String ids are packed up to three to an int64 key, so there are at most 2**21 strings; all
+# caches are emptied together before that.
+_ID_BITS = 21
+_MAX_STRINGS = 1 << _ID_BITS
+# A feature family's memo is emptied (with all caches) when it reaches this many entries
+# (12 bytes each).
+_MAX_CACHE_ENTRIES = 4_000_000
+# Trigram scores of steps kept across sentences (a few hundred bytes each).
+_MAX_STEP_ENTRIES = 500_000
 
-class PerceptronWeights:
-    """Exact port of the disambiguator's weight look-up (`CompressedWeights.get_`).
-
-    Zemberek computes its minimal perfect hash with numpy scalars, one call per character,
-    about 90 µs a feature; `prefetch` does the same uint32 arithmetic on numpy arrays for all
-    the new features of a sentence at once, and the weights are memoised.
-    """
-
-    _FNV_OFFSET = 0x811C9DC5  # MultiLevelMphf.INITIAL_HASH_SEED as an unsigned 32-bit int
-    _FNV_PRIME = 16777619
-
-    def __init__(self, model: Any) -> None:
-        lookup = model.lookup  # CompressedWeights -> LossyIntLookup
-        self._data = lookup.data
-        self._levels = [
-            (
-                level.key_amount,
-                level.bucket_amount,
-                np.frombuffer(level.bucket_hash_seed_values, dtype=np.uint8),
-            )
-            for level in lookup.mphf.hash_level_data
-        ]
-        self._failed_indexes = [level.failed_indexes for level in lookup.mphf.hash_level_data]
-        # float32 weights as Python floats (exact), so that lists of them become arrays fast
-        self._cache: Dict[str, float] = {}
-
-    def prefetch(self, features: Iterable[str]) -> None:
-        """Look up every feature that is not memoised yet, in one pass of array arithmetic."""
-        wanted = dict.fromkeys(features)
-        missing = [feature for feature in wanted if feature not in self._cache]
-        if not missing:
-            return
-        if len(self._cache) + len(missing) > _MAX_CACHE_ENTRIES:
-            self._cache.clear()
-            missing = list(wanted)  # all of them must be in the cache after this call
-        self._cache.update(zip(missing, self.lookup(missing).tolist()))
-
-    def lookup(self, features: Sequence[str]) -> np.ndarray:
-        """The float32 weights of `features`, computed together (not memoised)."""
-        if not features:
-            return np.zeros(0, dtype=np.float32)
-        lengths = np.fromiter(map(len, features), dtype=np.int64, count=len(features))
-        order = np.argsort(-lengths, kind="stable")  # _CodePoints wants the longest first
-        codes = _CodePoints([features[index] for index in order.tolist()])
-        # LossyIntLookup.get_fingerprint: Java's String.hashCode, low 27 bits
-        fingerprints = np.zeros(len(features), dtype=np.uint32)
-        for column in codes.columns():
-            live = fingerprints[: len(column)]  # a view: updated in place, wrapping like Java
-            live *= 31
-            live += column
-        indexes = self._indexes(codes) * 2
-        stored = self._data[indexes].astype(np.int64)
-        matches = (fingerprints & 0x7FFFFFF).astype(np.int64) == stored
-        bits = np.where(matches, self._data[indexes + 1], 0)
-        weights = np.empty(len(features), dtype=np.float32)
-        weights[order] = bits.astype(np.int32).view(np.float32)
-        return weights
-
-    def _hash(self, codes: "_CodePoints", seeds: np.ndarray) -> np.ndarray:
-        """MultiLevelMphf.hash_for_str of each string of `codes`, from `seeds` (0: the default)."""
-        values = np.where(seeds > 0, seeds, self._FNV_OFFSET).astype(np.uint32)
-        for column in codes.columns():
-            live = values[: len(column)]  # a view: updated in place, uint32 wraps like Java's int
-            live ^= column
-            live *= self._FNV_PRIME
-        return (values & 0x7FFFFFFF).astype(np.int64)
-
-    def _indexes(self, codes: "_CodePoints") -> np.ndarray:
-        """MultiLevelMphf.get_for_str of each string of `codes`."""
-        initial = self._hash(codes, np.zeros(len(codes), dtype=np.int64))
-        indexes = np.full(len(codes), -1, dtype=np.int64)
-        pending = np.arange(len(codes))
-        for level, (key_amount, bucket_amount, bucket_seeds) in enumerate(self._levels):
-            seeds = bucket_seeds[initial[pending] % bucket_amount].astype(np.int64)
-            found = pending[seeds != 0]
-            slots = self._hash(codes.subset(found), seeds[seeds != 0]) % key_amount
-            indexes[found] = slots if level == 0 else self._failed_indexes[level - 1][slots]
-            pending = pending[seeds == 0]
-            if not len(pending):
-                return indexes
-        raise AssertionError(f"Zemberek's perfect hash has no level for {len(pending)} features")
-
-    @property
-    def cached(self) -> Dict[str, float]:
-        """The memoised weights: every feature of the last `prefetch` is in it."""
-        return self._cache
-
-    def __call__(self, feature: str) -> float:
-        weight = self._cache.get(feature)
-        if weight is None:
-            self.prefetch((feature,))
-            weight = self._cache[feature]
-        return weight
-
-
-class _CodePoints:
-    """The code points of many strings, longest first, as a zero-padded matrix, one column each.
-
-    Sorted by length, the strings that have a character at a position are a prefix of them, so
-    the hashes are updated on contiguous slices instead of masked copies.
-    """
-
-    def __init__(
-        self,
-        strings: Sequence[str] = (),
-        by_position: Optional[np.ndarray] = None,
-        lengths: Optional[np.ndarray] = None,
-    ) -> None:
-        if by_position is None:
-            lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
-            if np.any(lengths[1:] > lengths[:-1]):
-                raise ValueError("the strings must come longest first")
-            flat = np.frombuffer("".join(strings).encode("utf-32-le"), dtype=np.uint32)
-            by_position = np.zeros((int(lengths.max(initial=0)), len(strings)), dtype=np.uint32)
-            rows = np.repeat(np.arange(len(strings)), lengths)
-            starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-            by_position[np.arange(len(flat)) - starts, rows] = flat
-        self.by_position, self.lengths = by_position, lengths
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def subset(self, rows: np.ndarray) -> "_CodePoints":
-        """The strings at `rows` (ascending, so still longest first)."""
-        return _CodePoints(by_position=self.by_position[:, rows], lengths=self.lengths[rows])
-
-    def columns(self) -> Iterator[np.ndarray]:
-        """At each position, the code points of the strings long enough to have one there."""
-        positions = self.by_position.shape[0]
-        live = np.searchsorted(-self.lengths, -np.arange(positions), side="left")
-        for position in range(positions):
-            yield self.by_position[position, : live[position]]
+# Zemberek's FeatureExtractor.extract_from_trigram, per feature: its literal parts, and None
+# for each variable part (the analyses of a trigram are a, b and c).
+_TEMPLATES: Dict[str, Tuple[Optional[str], ...]] = {
+    "2": ("2:", None, None, None),  # lemma of a, groups of b, lemma+groups of c
+    "3": ("3:", None, "-", None),  # lemma+groups of b, of c
+    "4": ("4:", None),  # lemma+groups of c
+    "9": ("9:", None, "-", None),  # lemma of b, of c
+    "10": ("10:", None),  # lemma of c
+    "10b": ("10b:", None),  # lemma of b
+    "10c": ("10c:", None),  # lemma of a
+    "15": ("15:", None, "-", None, "-", None),  # last group of a, of b, a group of c
+    "17": ("17:", None, None),  # last group of b, a group of c
+    "20": (None, None),  # "20:{k}-", the k-th group of c
+    "22": (None,),  # "22:{number of groups of c}"
+}
 
 
 class _Word:
     """What the feature extractor reads of one analysis (`WordData`), as interned string ids."""
 
-    __slots__ = ("lemma", "groups", "lemma_groups", "last", "slot_igs", "slot_counts", "own_keys")
+    __slots__ = ("lemma", "groups", "lemma_groups", "last", "igs", "count", "slot_igs", "slots")
 
-    def __init__(self, lemma: str, igs: Sequence[str], intern: "_Interner") -> None:
+    def __init__(self, lemma: str, igs: Sequence[str], intern: StringTable) -> None:
         groups = "+".join(igs)
         self.lemma = intern(lemma)
         self.groups = intern(groups)
         self.lemma_groups = intern(f"{lemma}+{groups}")
         self.last = intern(igs[-1])
+        self.igs = tuple(map(intern, igs))
+        # feature 22: WordData has one group per group boundary
+        self.count = intern(f"22:{len(igs)}")
         # Features 15 and 17 repeat when an inflectional group does: Zemberek's dict keeps the
         # first place and counts; (group, count) in the order of first occurrence.
-        counts: Dict[str, int] = {}
-        for ig in igs:
+        counts: Dict[int, int] = {}
+        for ig in self.igs:
             counts[ig] = counts.get(ig, 0) + 1
-        self.slot_igs = tuple(intern(ig) for ig in counts)
-        self.slot_counts = tuple(counts.values())
-        # Features of this analysis alone, as the third word: 4, 10, then 20 and 22 (WordData
-        # has one group per group boundary: feature 22 counts them).
-        self.own_keys = [f"4:{lemma}+{groups}", "10:" + lemma]
-        self.own_keys += ["20:" + str(k) + "-" + ig for k, ig in enumerate(igs)]
-        self.own_keys.append(f"22:{len(igs)}")
-
-
-class _Interner:
-    """Dense ids from 0 for values (strings, or pairs of ids packed in an int): `values[id]`."""
-
-    def __init__(self) -> None:
-        self.ids: Dict[Any, int] = {}
-        self.values: List[Any] = []
-
-    def __call__(self, value: Any) -> int:
-        index = self.ids.get(value)
-        if index is None:
-            index = self.ids[value] = len(self.values)
-            self.values.append(value)
-        return index
-
-    def __len__(self) -> int:
-        return len(self.values)
+        self.slot_igs = tuple(counts)
+        self.slots = tuple(counts.values())
 
 
 # A step of the search: the candidates of three consecutive tokens.
 _Step = Tuple[Tuple[_Word, ...], Tuple[_Word, ...], Tuple[_Word, ...]]
 
 
-class _FeatureQuery:
-    """The weights of one feature family for an array of (x, y) id pairs, memoised by pair.
+class _Family:
+    """The weights of one feature template, memoised by the packed ids of its variable parts."""
 
-    `missing` lists the spellings the memo lacks; once `resolve` gets their weights, `weights`
-    gives the float32 weight of every pair, in the order given.
+    def __init__(self, template: Tuple[Optional[str], ...], strings: StringTable) -> None:
+        self.literals = [None if part is None else strings(part) for part in template]
+        self.variables = sum(part is None for part in template)
+        self.keys = np.zeros(0, dtype=np.int64)  # sorted
+        self.weights = np.zeros(0, dtype=np.float32)
+
+    def merge(self, keys: np.ndarray, weights: np.ndarray) -> None:
+        """Memoise the weights of `keys` (sorted, none of them known yet)."""
+        at = np.searchsorted(self.keys, keys)
+        self.keys = np.insert(self.keys, at, keys)
+        self.weights = np.insert(self.weights, at, weights)
+
+
+class _Request:
+    """The weights of one family's features for arrays of variable parts (one id array each).
+
+    The memoised ones are found at once; `missing_parts` lists the string ids of the others,
+    whose weights `fill` then takes.
     """
 
-    def __init__(
-        self, memo: Dict[int, float], spell: Callable[[int, int], str], x: np.ndarray, y: np.ndarray
-    ) -> None:
-        self.memo = memo
-        self.unique, self.inverse = np.unique((x << 32) | y, return_inverse=True)
-        self.codes = self.unique.tolist()
-        self.values = list(map(memo.get, self.codes))
-        self.missing_at = [index for index, value in enumerate(self.values) if value is None]
-        self.missing = [
-            spell(self.codes[index] >> 32, self.codes[index] & 0xFFFFFFFF)
-            for index in self.missing_at
-        ]
+    def __init__(self, family: _Family, variables: Sequence[np.ndarray]) -> None:
+        self.family = family
+        keys = variables[0]
+        for ids in variables[1:]:
+            keys = (keys << _ID_BITS) | ids
+        self.unique, self.inverse = np.unique(keys, return_inverse=True)
+        self.values = np.zeros(len(self.unique), dtype=np.float32)
+        known = np.zeros(len(self.unique), dtype=bool)
+        if len(family.keys):
+            at = np.minimum(np.searchsorted(family.keys, self.unique), len(family.keys) - 1)
+            known = family.keys[at] == self.unique
+            self.values[known] = family.weights[at[known]]
+        self.missing = np.flatnonzero(~known)
 
-    def resolve(self, weights: List[float]) -> None:
-        for index, weight in zip(self.missing_at, weights):
-            self.values[index] = self.memo[self.codes[index]] = weight
+    def missing_parts(self, width: int, empty: int) -> np.ndarray:
+        """The string ids of the missing features, a row each, padded with `empty`."""
+        keys = self.unique[self.missing]
+        parts = np.full((len(keys), width), empty, dtype=np.int64)
+        shift = _ID_BITS * (self.family.variables - 1)
+        for column, literal in enumerate(self.family.literals):
+            if literal is not None:
+                parts[:, column] = literal
+            else:
+                parts[:, column] = (keys >> shift) & (_MAX_STRINGS - 1)
+                shift -= _ID_BITS
+        return parts
+
+    def fill(self, weights: np.ndarray) -> None:
+        self.values[self.missing] = weights
+        self.family.merge(self.unique[self.missing], weights)
 
     def weights(self) -> np.ndarray:
-        return np.array(self.values, dtype=np.float32)[self.inverse]
+        """The float32 weight of every feature asked for, in order."""
+        return self.values[self.inverse]
 
 
 class FastDecoder:
@@ -254,22 +155,22 @@ class FastDecoder:
         self._reset()
 
     def _reset(self) -> None:
-        """Empty every cache (they are only ever emptied together, between sentences)."""
-        self._strings = _Interner()
-        self._pairs = _Interner()  # pairs of string ids as x << 32 | y: two-part prefixes
+        """Empty every cache (they are only ever emptied together, between batches)."""
+        self._strings = StringTable()
+        self._empty = self._strings("")
         self._words: Dict[WordKey, _Word] = {}
-        # The weights of the features 4, 10, 20 and 22 of each word, once looked up.
-        self._own: Dict[_Word, List[float]] = {}
-        # Feature family -> (x << 32 | y) -> weight; see _queries for what x and y are.
-        self._memos: Dict[str, Dict[int, float]] = {family: {} for family in _FAMILIES}
+        self._families = {name: _Family(t, self._strings) for name, t in _TEMPLATES.items()}
         # (first, second, third candidates) -> their trigram scores; _Word objects hash by id,
         # and one key always gets the same _Word until the next _reset.
         self._steps: Dict[_Step, np.ndarray] = {}
 
     def _bound_caches(self) -> None:
-        sizes = [len(self._strings), len(self._pairs), len(self._words)]
-        sizes += [len(memo) for memo in self._memos.values()]
-        if max(sizes) >= _MAX_CACHE_ENTRIES or len(self._steps) >= _MAX_STEP_ENTRIES:
+        sizes = [len(self._words)] + [len(family.keys) for family in self._families.values()]
+        if (
+            max(sizes) >= _MAX_CACHE_ENTRIES
+            or len(self._strings) >= _MAX_STRINGS // 2
+            or len(self._steps) >= _MAX_STEP_ENTRIES
+        ):
             self._reset()
 
     def word_key(self, analysis: Any) -> WordKey:
@@ -300,6 +201,12 @@ class FastDecoder:
         """`best_path` of each (sentence, decide), scoring the new steps of all of them at once."""
         self._bound_caches()
         plans = [self._steps_of(sentence, decide) for sentence, decide in sentences]
+        if len(self._strings) >= _MAX_STRINGS:  # too many new strings for one batch: halve it
+            if len(sentences) == 1:
+                raise ValueError("a sentence with over 2 million distinct lemmas and groups")
+            self._reset()
+            half = len(sentences) // 2
+            return self.best_paths(sentences[:half]) + self.best_paths(sentences[half:])
         missing = {step: None for steps in plans for step in steps if step not in self._steps}
         if missing:
             self._steps.update(zip(missing, self._score_steps(list(missing))))
@@ -375,21 +282,19 @@ class FastDecoder:
             for position, candidates in enumerate(step):
                 flat[position].extend(local.setdefault(word, len(local)) for word in candidates)
             sizes.append(tuple(map(len, step)))
-        words = list(local)
         n1, n2, n3 = np.array(sizes, dtype=np.int64).T
-        # For every trigram: its step and its candidates (a, b, c) as indexes into `words`.
+        # For every trigram: its step and its candidates (a, b, c) as indexes into `local`.
         counts = n1 * n2 * n3
         step_of = np.repeat(np.arange(len(steps)), counts)
         within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        per_first = (n2 * n3)[step_of]
-        i, rest = np.divmod(within, per_first)
+        i, rest = np.divmod(within, (n2 * n3)[step_of])
         j, k = np.divmod(rest, n3[step_of])
         starts = [np.cumsum(n) - n for n in (n1, n2, n3)]
         a = np.array(flat[0], dtype=np.int64)[starts[0][step_of] + i]
         b = np.array(flat[1], dtype=np.int64)[starts[1][step_of] + j]
         c = np.array(flat[2], dtype=np.int64)[starts[2][step_of] + k]
 
-        terms = self._terms(words, a, b, c)
+        terms = self._terms(list(local), a, b, c)
         totals = terms[0].copy()
         for term in terms[1:]:
             totals += term  # float32 additions in Zemberek's order
@@ -403,97 +308,77 @@ class FastDecoder:
         self, words: List[_Word], a: np.ndarray, b: np.ndarray, c: np.ndarray
     ) -> List[np.ndarray]:
         """The float32 terms of every trigram (a, b, c), in Zemberek's order of addition."""
-        lemma, groups, lemma_groups, last = (
+        lemma, groups, lemma_groups, last, count = (
             np.array([getattr(word, name) for word in words], dtype=np.int64)
-            for name in ("lemma", "groups", "lemma_groups", "last")
+            for name in ("lemma", "groups", "lemma_groups", "last", "count")
         )
-        slot_count = max(len(word.slot_igs) for word in words)
-        slot_igs = np.array(
-            [word.slot_igs + (-1,) * (slot_count - len(word.slot_igs)) for word in words],
-            dtype=np.int64,
-        )
-        slot_counts = np.array(
-            [word.slot_counts + (0,) * (slot_count - len(word.slot_counts)) for word in words],
-            dtype=np.float64,
-        )
-        own = self._own_weights(words)
-        strings = self._strings.values
-        pairs = self._pairs.values
-        memos = self._memos
-
-        def spell_2(pair: int, lemma_groups_c: int) -> str:
-            lemma_a, groups_b = pairs[pair] >> 32, pairs[pair] & 0xFFFFFFFF
-            return "2:" + strings[lemma_a] + strings[groups_b] + strings[lemma_groups_c]
-
-        def spell_15(pair: int, ig: int) -> str:
-            last_a, last_b = pairs[pair] >> 32, pairs[pair] & 0xFFFFFFFF
-            return "15:" + strings[last_a] + "-" + strings[last_b] + "-" + strings[ig]
-
-        zero = np.zeros_like(a)
-        queries = {
-            "2": _FeatureQuery(
-                memos["2"], spell_2, self._pair_ids(lemma[a], groups[b]), lemma_groups[c]
+        # the groups of each word (distinct ones for 15/17, all for 20), -1 where it has none
+        slot_igs = _padded([word.slot_igs for word in words], -1)
+        slots = _padded([word.slots for word in words], 0)  # how often each slot's group occurs
+        igs = _padded([word.igs for word in words], -1)
+        # features 15 and 17 for each group slot of c, feature 20 for each group of a word
+        filled = [np.flatnonzero(slot_igs[c, slot] >= 0) for slot in range(slot_igs.shape[1])]
+        has = [np.flatnonzero(igs[:, k] >= 0) for k in range(igs.shape[1])]
+        k_literals = np.array([self._strings(f"20:{k}-") for k in range(igs.shape[1])])
+        requests = {
+            "2": [lemma[a], groups[b], lemma_groups[c]],
+            "3": [lemma_groups[b], lemma_groups[c]],
+            "9": [lemma[b], lemma[c]],
+            "10b": [lemma[b]],
+            "10c": [lemma[a]],
+            "15": _stacked(
+                [[last[a[t]], last[b[t]], slot_igs[c[t], s]] for s, t in enumerate(filled)]
             ),
-            "3": _FeatureQuery(
-                memos["3"],
-                lambda x, y: "3:" + strings[x] + "-" + strings[y],
-                lemma_groups[b],
-                lemma_groups[c],
+            "17": _stacked([[last[b[t]], slot_igs[c[t], s]] for s, t in enumerate(filled)]),
+            "4": [lemma_groups],  # the features of one word, c: per word, taken at c below
+            "10": [lemma],
+            "20": _stacked(
+                [[np.full(len(w), k_literals[k]), igs[w, k]] for k, w in enumerate(has)]
             ),
-            "9": _FeatureQuery(
-                memos["9"], lambda x, y: "9:" + strings[x] + "-" + strings[y], lemma[b], lemma[c]
-            ),
-            "10b": _FeatureQuery(memos["10b"], lambda x, _: "10b:" + strings[x], lemma[b], zero),
-            "10c": _FeatureQuery(memos["10c"], lambda x, _: "10c:" + strings[x], lemma[a], zero),
+            "22": [count],
         }
-        last_pairs = self._pair_ids(last[a], last[b])
-        filled = [slot_igs[c, slot] >= 0 for slot in range(slot_count)]
-        for slot, rows in enumerate(filled):
-            ig = slot_igs[c[rows], slot]
-            queries[f"15.{slot}"] = _FeatureQuery(memos["15"], spell_15, last_pairs[rows], ig)
-            queries[f"17.{slot}"] = _FeatureQuery(
-                memos["17"], lambda x, y: "17:" + strings[x] + strings[y], last[b[rows]], ig
-            )
-        missing = [feature for query in queries.values() for feature in query.missing]
-        weights = self.weight.lookup(missing).tolist()
-        start = 0
-        for query in queries.values():
-            query.resolve(weights[start : start + len(query.missing)])
-            start += len(query.missing)
+        weights = self._weights(requests)
 
-        terms = [queries["2"].weights(), queries["3"].weights(), own[c, 0]]
-        terms += [queries["9"].weights(), own[c, 1], queries["10b"].weights()]
-        terms.append(queries["10c"].weights())
-        for slot, rows in enumerate(filled):
-            count = slot_counts[c[rows], slot]
-            for family in ("15", "17"):
-                term = np.zeros(len(a), dtype=np.float32)
-                # float32(weight * count): the product in float64 is exact, then rounded
-                term[rows] = queries[f"{family}.{slot}"].weights() * count
-                terms.append(term)
-        terms += [own[c, column] for column in range(2, own.shape[1])]
+        def by_slot(family: str, rows: List[np.ndarray], size: int) -> List[np.ndarray]:
+            """The weights of `family` stacked over slots, back in arrays of `size`, 0 elsewhere."""
+            columns, start = [], 0
+            for where in rows:
+                column = np.zeros(size, dtype=np.float32)
+                column[where] = weights[family][start : start + len(where)]
+                columns.append(column)
+                start += len(where)
+            return columns
+
+        terms = [weights["2"], weights["3"], weights["4"][c], weights["9"], weights["10"][c]]
+        terms += [weights["10b"], weights["10c"]]
+        w15, w17 = by_slot("15", filled, len(a)), by_slot("17", filled, len(a))
+        for slot, (term15, term17) in enumerate(zip(w15, w17)):
+            times = slots[c, slot]
+            # float32(weight * count): the product in float64 is exact, then rounded
+            terms += [(term15 * times).astype(np.float32), (term17 * times).astype(np.float32)]
+        terms += [column[c] for column in by_slot("20", has, len(words))]
+        terms.append(weights["22"][c])
         return terms
 
-    def _pair_ids(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """An id for each pair (x[n], y[n]) of string ids, the same across calls."""
-        unique, inverse = np.unique((x << 32) | y, return_inverse=True)
-        ids = np.array(list(map(self._pairs, unique.tolist())), dtype=np.int64)
-        return ids[inverse]
-
-    def _own_weights(self, words: List[_Word]) -> np.ndarray:
-        """The weights of features 4, 10, 20.. and 22 of each word, zero-padded, float32."""
-        new = [word for word in words if word not in self._own]
-        if new:
-            self.weight.prefetch(key for word in new for key in word.own_keys)
-            cached = self.weight.cached
-            for word in new:
-                self._own[word] = [cached[key] for key in word.own_keys]
-        width = max(len(word.own_keys) for word in words)
-        return np.array(
-            [self._own[word] + [0.0] * (width - len(word.own_keys)) for word in words],
-            dtype=np.float32,
-        )
+    def _weights(self, requests: Dict[str, List[np.ndarray]]) -> Dict[str, np.ndarray]:
+        """For each family, the weights of the features whose variable parts are given."""
+        asked = {name: _Request(self._families[name], parts) for name, parts in requests.items()}
+        width = max(len(_TEMPLATES[name]) for name in asked)
+        parts = np.concatenate([r.missing_parts(width, self._empty) for r in asked.values()])
+        found = self.weight.lookup_parts(self._strings, parts)
+        start = 0
+        for request in asked.values():
+            request.fill(found[start : start + len(request.missing)])
+            start += len(request.missing)
+        return {name: request.weights() for name, request in asked.items()}
 
 
-# The feature families whose weights are memoised by pairs of ids in FastDecoder._terms.
-_FAMILIES = ("2", "3", "9", "10b", "10c", "15", "17")
+def _padded(rows: List[Tuple[int, ...]], fill: int) -> np.ndarray:
+    """`rows` as a matrix, the shorter ones padded with `fill`."""
+    width = max(map(len, rows))
+    return np.array([row + (fill,) * (width - len(row)) for row in rows], dtype=np.int64)
+
+
+def _stacked(groups: List[List[np.ndarray]]) -> List[np.ndarray]:
+    """Variable parts given per slot, concatenated over the slots."""
+    return [np.concatenate([group[part] for group in groups]) for part in range(len(groups[0]))]

@@ -3,6 +3,7 @@
 import logging
 import random
 
+import numpy as np
 import pytest
 from conftest import SHARED_DATA
 
@@ -15,7 +16,8 @@ from fairseq_struct.morph.turkish import (
     segment_lines,
     shared_segmenter,
 )
-from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder, PerceptronWeights
+from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder
+from fairseq_struct.morph.zemberek_perceptron_weights import PerceptronWeights, StringTable
 
 # Real Turkish for the comparison with Zemberek's reference path; it is shared development data,
 # not part of the repository, so the test that reads it skips when it is absent.
@@ -175,26 +177,36 @@ def test_cached_trigram_scores_give_the_same_paths(segmenter, monkeypatch):
 
 
 def test_weight_lookup_port_matches_zemberek(segmenter):
-    model = segmenter.morphology.ambiguity_resolver.decoder.model
-    weights = PerceptronWeights(model)
+    from itertools import product
+
+    resolver = segmenter.morphology.ambiguity_resolver.decoder
+    model = resolver.model
+    features = []  # Zemberek's own features of real trigrams
     for line in ["Bir kara tahta, siyah olmak zorunda değildir.", "Sandalyeye bir kedi oturdu."]:
-        segmenter.segment(line)
-    known = list(segmenter._decoder.weight._cache)[:300]
+        positions = candidate_analyses(segmenter, line)
+        for trigram_candidates in zip(positions, positions[1:], positions[2:]):
+            for trigram in product(*trigram_candidates):
+                features += resolver.extractor.extract_from_trigram(list(trigram))
     rng = random.Random(1)
     made_up = ["".join(rng.choice("abcçğış:+-019ÇİŞ€漢") for _ in range(n)) for n in range(60)]
-    for feature in known + made_up:
-        assert weights(feature) == model.get_(feature), feature
-    assert any(weights(feature) != 0 for feature in known)
-    # the same weights when a sentence's features are looked up all at once
-    batched = PerceptronWeights(model)
-    batched.prefetch(known + made_up)
-    features = known + made_up
-    assert [batched._cache[feature] for feature in features] == list(map(weights, features))
+    features = list(dict.fromkeys(features)) + made_up
+    expected = [model.get_(feature) for feature in features]
+    weights = PerceptronWeights(model)
+    assert weights.lookup(features).tolist() == expected
+    assert sum(weight != 0 for weight in expected) > 20
+    # spelled as rows of parts (cut at two places), the same weights
+    table = StringTable()
+    cuts = [sorted(rng.randint(0, len(feature)) for _ in range(2)) for feature in features]
+    parts = np.array(
+        [
+            [table(feature[:i]), table(feature[i:j]), table(feature[j:])]
+            for feature, (i, j) in zip(features, cuts)
+        ]
+    )
+    assert weights.lookup_parts(table, parts).tolist() == expected
 
 
 def test_trigram_scores_match_zemberek_feature_sums(segmenter):
-    import numpy as np
-
     decoder = segmenter._decoder
     resolver = segmenter.morphology.ambiguity_resolver.decoder
     begin = type(segmenter.morphology.ambiguity_resolver).sentence_begin
