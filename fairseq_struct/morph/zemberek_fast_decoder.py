@@ -159,13 +159,15 @@ class FastDecoder:
         self._strings = StringTable()
         self._empty = self._strings("")
         self._words: Dict[WordKey, _Word] = {}
+        self._candidate_words: Dict[int, Tuple[Sequence[WordKey], Tuple[_Word, ...]]] = {}
         self._families = {name: _Family(t, self._strings) for name, t in _TEMPLATES.items()}
         # (first, second, third candidates) -> their trigram scores; _Word objects hash by id,
         # and one key always gets the same _Word until the next _reset.
         self._steps: Dict[_Step, np.ndarray] = {}
 
     def _bound_caches(self) -> None:
-        sizes = [len(self._words)] + [len(family.keys) for family in self._families.values()]
+        sizes = [len(self._words), len(self._candidate_words)]
+        sizes += [len(family.keys) for family in self._families.values()]
         if (
             max(sizes) >= _MAX_CACHE_ENTRIES
             or len(self._strings) >= _MAX_STRINGS // 2
@@ -183,6 +185,17 @@ class FastDecoder:
         if word is None:
             word = self._words[key] = _Word(key[0], key[1], self._strings)
         return word
+
+    def _words_of(self, candidates: Sequence[WordKey]) -> Tuple[_Word, ...]:
+        """The _Words of a token's candidates, found by the identity of `candidates`: a token's
+        candidates are one object wherever the segmenter's cached chunk occurs."""
+        known = self._candidate_words.get(id(candidates))
+        if known is not None and known[0] is candidates:
+            return known[1]
+        words = tuple(map(self._word, candidates))
+        # keeping `candidates` alive keeps its id from being reused by another object
+        self._candidate_words[id(candidates)] = (candidates, words)
+        return words
 
     def best_path(self, sentence: Sequence[Sequence[WordKey]], decide: int) -> List[int]:
         """For each token, the index of the best of its candidate analyses.
@@ -229,7 +242,7 @@ class FastDecoder:
         tokens = sentence if stop is None else sentence[: stop + 1]
         begin = (self._word(self.begin),)
         positions = [begin, begin]
-        positions += [tuple(self._word(key) for key in candidates) for candidates in tokens]
+        positions += map(self._words_of, tokens)
         if stop is None:
             positions.append((self._word(self.end),))
         return [
