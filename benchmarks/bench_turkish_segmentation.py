@@ -7,11 +7,11 @@
 FILE: Turkish text, e.g. ../shared/data/tr-raw/tr_wikiner_train_sentences.txt (Wikipedia).
 
 The reference is `analyze_and_disambiguate(line).best_analysis()` line by line; the project is
-`TurkishSegmenter.segment_many` on blocks of 250 lines (as `segment_lines` works) starting with
-empty caches ("cold": every word type of the file is
-analysed once, so its rate grows with the length of the file) and then the same lines again
-("warm"). Building Zemberek (~10 s) is excluded on both sides. The file is cut into blocks that
-both sides segment in turns, so that load from other processes hits both alike; with
+`TurkishSegmenter.segment_many` on blocks of 250 lines (as `segment_lines` works in batches)
+starting with empty caches ("cold": every word type of the file is analysed once, so its rate
+grows with the length of the file) and then the same lines again ("warm"). Building Zemberek
+(~10 s) is excluded on both sides. The file is cut into blocks that both sides segment in
+turns, so that load from other processes hits both alike; with
 --reference-lines N < --lines, the reference segments an evenly spread sample of N lines and
 its rate per token stands for the whole file (`reference_sampled` says so). Every line
 segmented by both sides is compared; the script exits with status 1 if any differs.
@@ -60,7 +60,7 @@ def parse_args() -> argparse.Namespace:
         "--workers", type=int, default=1, help="also time segment_lines with 1 and N workers"
     )
     parser.add_argument(
-        "--scaling-lines", type=int, default=3000, help="lines for the worker scaling run"
+        "--scaling-lines", type=int, default=6000, help="lines for the worker scaling run"
     )
     parser.add_argument(
         "--segmentation-cache",

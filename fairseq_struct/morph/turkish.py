@@ -12,34 +12,30 @@ apostrophes removed), so the segmenter cuts the *original* characters where the 
 and keeps a token whole when the surfaces do not spell it. An apostrophe before a suffix goes
 with the suffix. Nothing but boundary marks is ever added: removing them gives the input back.
 
-Speed (Zemberek's per-sentence path runs at about 200 tokens/s here), with identical output:
+Speed (Zemberek's per-sentence path runs at about 150-230 tokens/s here), with identical output:
 - whitespace-separated chunks are tokenized and analysed once per distinct chunk (Zemberek's
-  ANTLR lexer never lets a token span a space, so a line's tokens are its chunks' tokens), and
-  chunks of plain Turkish letters (`_PLAIN_WORD`, 78% of the distinct chunks of tr-raw and
-  tatoeba) are one Word token without running the lexer;
+  ANTLR lexer never lets a token span a space, so a line's tokens are its chunks' tokens);
+  plain words, apostrophe words and a word with one punctuation mark (`_PLAIN_WORD`,
+  `_APOSTROPHE_WORD`, `_WORD_AND_PUNCTUATION`) get their tokens without running the lexer;
 - word types are analysed by `zemberek_fast_analysis`, an exact re-implementation of
   Zemberek's suffix-graph search that memoises surfaces, attribute sets and phonetic conditions
-  per (state, attributes) and drops paths that can no longer end (tested type by type against
-  stock Zemberek); `self.morphology` itself is left stock, as the reference;
+  per (state, attributes) and drops paths that can no longer end, read off a lazy automaton
+  (`zemberek_tail_automaton`) kept across words (tested type by type against stock Zemberek);
+  `self.morphology` itself is left stock, as the reference;
 - when no token of a line has candidate analyses that differ in their segmentation, the
   disambiguator cannot change the result and is not run;
 - otherwise `zemberek_fast_decoder` runs: Zemberek's perceptron Viterbi decoder with the same
-  float32 sums in the same order, vectorised with numpy, stopping where the path is final, and
-  keeping the trigram scores of each step (three tokens' candidates) across sentences;
-- `segment_lines` spreads a corpus over forked worker processes, in order, logs progress, and
-  takes the lines an earlier run segmented from a persistent `SegmentationCache`. Per block of
-  lines the workers first analyse the chunks not seen yet, each chunk in one worker only, and
-  send them back (candidates as picklable `WordKey`s); workers forked after that inherit them
-  all and only disambiguate.
-Measured by `benchmarks/bench_turkish_segmentation.py` on all of tr-raw (Wikipedia, 17,967
-lines, 304,642 tokens, cold caches, load average 1.0-1.1): reference 235.7 tokens/s (CPU, 1,057
-sampled lines), project 5,414.7 (ratio 22.97; 14.01 after 1,000 lines: as word types repeat the
-ratio grows with the file), warm 58,068.8 (246x), 0 differing lines. Worker scaling 1 -> 2
-workers: 1.76x by wall clock on 2,000 lines in that run (1.74-1.88x in earlier runs), all on a
-quiet machine; about 0.9x wall but 1.75-1.84x from CPU time while another process held a core
-(load average 2.9-3.4). The 50x cold target is not reached: cold time is about half word
-analysis of new types and half feature hashing and decoding of new trigrams (most trigrams of
-a sentence are new).
+  float32 sums in the same order, stopping where the path is final; `segment_many` scores the
+  new steps (three tokens' candidates) of many lines at once with numpy over interned feature
+  parts, and keeps every step's scores across sentences;
+- `segment_lines` works on batches of lines, spreads a corpus over forked worker processes, in
+  order, logs progress, and takes the lines an earlier run segmented from a persistent
+  `SegmentationCache`. Per block of lines the workers first analyse the chunks not seen yet,
+  each chunk in one worker only, and send them back (candidates as picklable `WordKey`s);
+  workers forked after that inherit them all and only disambiguate.
+Measured by `benchmarks/bench_turkish_segmentation.py` (figures in benchmarks/README.md): on
+all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 55x the reference's
+tokens/s, 0 differing lines.
 """
 
 import gc
@@ -48,8 +44,8 @@ import logging
 import multiprocessing
 import re
 import time
-from itertools import chain
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 

@@ -7,8 +7,11 @@ look the surface up in a per-transition cache), checks the word's tail, the tran
 conditions, and copies the attribute set. All of that depends only on (state, attribute set),
 so `FastRuleBasedAnalyzer` computes it once per pair: attribute sets are interned frozensets,
 the surfaces and the successor attribute sets of every outgoing transition are memoised, and the
-conditions that test only phonetic attributes are decided once. The walk itself (order of paths,
-of results, the pruning of cyclic paths, the `SingleAnalysis` objects) is Zemberek's.
+conditions that test only phonetic attributes are decided once. Paths that cannot end (no
+sequence of suffixes spells their tail) are dropped, as a lazy automaton kept across words says
+(`zemberek_tail_automaton`); that changes neither the analyses nor their order. The walk itself
+(order of paths, of results, the pruning of cyclic paths) is Zemberek's, and so are the
+`SingleAnalysis` objects, built with each morpheme's data made once.
 
 `fast_morphology(morphology)` returns a shallow copy of a `TurkishMorphology` whose word
 analysis uses it; the original object (and Zemberek's classes) are left as they are, so

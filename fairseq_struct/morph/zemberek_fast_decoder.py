@@ -289,11 +289,16 @@ class FastDecoder:
         a word with fewer groups than another adds 0.0 in their place, which changes no sum.
         """
         local: Dict[_Word, int] = {}  # the words of `steps`, numbered
+        numbered: Dict[int, List[int]] = {}  # id of a position's candidates -> their numbers
         flat: Tuple[List[int], List[int], List[int]] = ([], [], [])
         sizes: List[Tuple[int, int, int]] = []
         for step in steps:
             for position, candidates in enumerate(step):
-                flat[position].extend(local.setdefault(word, len(local)) for word in candidates)
+                numbers = numbered.get(id(candidates))
+                if numbers is None:  # (a position is in three steps, and often in others)
+                    numbers = [local.setdefault(word, len(local)) for word in candidates]
+                    numbered[id(candidates)] = numbers
+                flat[position].extend(numbers)
             sizes.append(tuple(map(len, step)))
         n1, n2, n3 = np.array(sizes, dtype=np.int64).T
         # For every trigram: its step and its candidates (a, b, c) as indexes into `local`.
