@@ -229,7 +229,11 @@ class TurkishSegmenter:
         tokens = []
         for content, type_, start, end in self._chunk_tokens(text):
             analyses = self._candidates_of(content, type_)
-            cuts = tuple(self._cuts(text[start:end], analysis) for analysis in analyses)
+            by_surfaces: Dict[Tuple[str, ...], MorphemeCuts] = {}  # candidates often share them
+            for surfaces in map(_surfaces, analyses):
+                if surfaces not in by_surfaces:
+                    by_surfaces[surfaces] = self._cuts_of(text[start:end], surfaces)
+            cuts = tuple(by_surfaces[surfaces] for surfaces in map(_surfaces, analyses))
             keys = tuple(map(self._decoder.word_key, analyses))
             tokens.append(_Token(start, end, keys, cuts))
         if any(token.ambiguous for token in tokens):
@@ -298,7 +302,10 @@ class TurkishSegmenter:
 
     def _cuts(self, text: str, analysis: Any) -> MorphemeCuts:
         """Where the morphemes of `analysis` start in the original `text`; () if they differ."""
-        surfaces = [m.surface for m in analysis.morpheme_data_list if m.surface]
+        return self._cuts_of(text, _surfaces(analysis))
+
+    def _cuts_of(self, text: str, surfaces: Tuple[str, ...]) -> MorphemeCuts:
+        """Where the morphemes spelled `surfaces` start in the original `text`."""
         if len(surfaces) < 2:
             return ()
         cuts = []
@@ -335,6 +342,11 @@ class TurkishSegmenter:
             normalised = self._normalize_apostrophes(self._alphabet.normalize_circumflex(lower))
             spellings = self._spellings_of[char] = frozenset((char, lower, normalised))
         return spellings
+
+
+def _surfaces(analysis: Any) -> Tuple[str, ...]:
+    """The surfaces of an analysis's morphemes that have one."""
+    return tuple(data.surface for data in analysis.morpheme_data_list if data.surface)
 
 
 def _line_problem(line: str) -> Optional[str]:

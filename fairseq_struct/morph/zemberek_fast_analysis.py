@@ -106,21 +106,26 @@ class FastRuleBasedAnalyzer:
         self._steps: Dict[Tuple[int, Attributes], StepTable] = {}
         # (morpheme, surface) -> its MorphemeData in analyses (None: left out of them)
         self._morpheme_data: Dict[Tuple[int, str], Optional[SingleAnalysis.MorphemeData]] = {}
+        # id(stem) -> (stem, its attributes, its SurfaceTransition): what every path from it
+        # starts with (the analyses only read the transition, so paths can share it)
+        self._stem_starts: Dict[int, Tuple[Any, Attributes, SurfaceTransition]] = {}
         # Paths that cannot become an analysis are dropped: the walk is the same without them.
         self._can_end = TailAutomaton(self._table).can_end
 
     def analyze(self, word: str) -> Tuple[SingleAnalysis, ...]:
-        paths = [
-            _Path(
-                word[len(stem.surface) :],
-                stem.to,
-                [SurfaceTransition(stem.surface, stem)],
-                self._intern(frozenset(stem.phonetic_attributes)),
-                False,
-                False,
-            )
-            for stem in self._stems(word)
-        ]
+        paths = []
+        for stem in self._stems(word):
+            start = self._stem_starts.get(id(stem))
+            if start is None or start[0] is not stem:
+                # the stem is kept in the entry, so its id cannot be another stem's
+                attributes = self._intern(frozenset(stem.phonetic_attributes))
+                start = self._stem_starts[id(stem)] = (
+                    stem,
+                    attributes,
+                    SurfaceTransition(stem.surface, stem),
+                )
+            tail = word[len(stem.surface) :]
+            paths.append(_Path(tail, stem.to, [start[2]], start[1], False, False))
         if len(paths) <= 30:  # else Zemberek prunes cyclic paths first: keep its list
             paths = [
                 p for p in paths if self._can_end(p.current_state, p.phonetic_attributes, p.tail)

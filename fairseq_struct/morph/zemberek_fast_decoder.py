@@ -148,8 +148,10 @@ class FastDecoder:
     """`PerceptronAmbiguityResolver.Decoder.best_path`, vectorised and memoised."""
 
     def __init__(self, resolver: Any) -> None:
+        from zemberek.core.turkish import SecondaryPos
+
         self.weight = PerceptronWeights(resolver.decoder.model)
-        self._word_data = type(resolver).WordData.from_analysis
+        self._no_secondary_pos = SecondaryPos.None_
         self.begin = self.word_key(type(resolver).sentence_begin)
         self.end = self.word_key(type(resolver).sentence_end)
         self._reset()
@@ -176,9 +178,18 @@ class FastDecoder:
             self._reset()
 
     def word_key(self, analysis: Any) -> WordKey:
-        """What the decoder needs of a SingleAnalysis: its WordData (lemma, groups)."""
-        data = self._word_data(analysis)
-        return data.lemma, tuple(data.igs)
+        """What the decoder needs of a SingleAnalysis: its WordData (lemma, groups).
+
+        As `WordData.from_analysis` makes it: one group per group boundary, each spelled as the
+        first group (Zemberek reads group 0 every time), the first after the secondary POS.
+        """
+        item = analysis.item
+        boundaries = analysis.group_boundaries
+        morphemes = analysis.morpheme_data_list
+        end = len(morphemes) if len(boundaries) == 1 else boundaries[1]
+        first = "".join(data.morpheme.id_ for data in morphemes[boundaries[0] : end])
+        secondary = "" if item.secondary_pos == self._no_secondary_pos else item.secondary_pos.name
+        return item.lemma, (secondary + first,) + (first,) * (len(boundaries) - 1)
 
     def _word(self, key: WordKey) -> _Word:
         word = self._words.get(key)

@@ -176,6 +176,17 @@ def test_cached_trigram_scores_give_the_same_paths(segmenter, monkeypatch):
     assert len(small._steps) <= max(5, max(map(len, keys)) + 1)
 
 
+def test_word_keys_are_zemberek_word_data(segmenter):
+    word_data = type(segmenter.morphology.ambiguity_resolver).WordData.from_analysis
+    line = "Kitaplaştırılamayanlardan İstanbul'da güzelleşmişti, hızlıca koşarak geldiler."
+    analyses = [a for position in candidate_analyses(segmenter, line) for a in position]
+    derived = [a for a in analyses if len(a.group_boundaries) > 1]
+    assert derived and any(a.item.secondary_pos.name != "None_" for a in analyses)
+    for analysis in analyses:
+        data = word_data(analysis)
+        assert segmenter._decoder.word_key(analysis) == (data.lemma, tuple(data.igs))
+
+
 def test_weight_lookup_port_matches_zemberek(segmenter):
     from itertools import product
 
