@@ -34,8 +34,8 @@ Speed (Zemberek's per-sentence path runs at about 150-230 tokens/s here), with i
   each chunk in one worker only, and send them back (candidates as picklable `WordKey`s);
   workers forked after that inherit them all and only disambiguate.
 Measured by `benchmarks/bench_turkish_segmentation.py` (figures in benchmarks/README.md): on
-all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 55x the reference's
-tokens/s, 0 differing lines.
+all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 51-55x the reference's
+tokens/s in three runs, 0 differing lines.
 """
 
 import gc
@@ -229,11 +229,12 @@ class TurkishSegmenter:
         tokens = []
         for content, type_, start, end in self._chunk_tokens(text):
             analyses = self._candidates_of(content, type_)
+            surfaces = [_surfaces(analysis) for analysis in analyses]
             by_surfaces: Dict[Tuple[str, ...], MorphemeCuts] = {}  # candidates often share them
-            for surfaces in map(_surfaces, analyses):
-                if surfaces not in by_surfaces:
-                    by_surfaces[surfaces] = self._cuts_of(text[start:end], surfaces)
-            cuts = tuple(by_surfaces[surfaces] for surfaces in map(_surfaces, analyses))
+            for spelled in surfaces:
+                if spelled not in by_surfaces:
+                    by_surfaces[spelled] = self._cuts_of(text[start:end], spelled)
+            cuts = tuple(by_surfaces[spelled] for spelled in surfaces)
             keys = tuple(map(self._decoder.word_key, analyses))
             tokens.append(_Token(start, end, keys, cuts))
         if any(token.ambiguous for token in tokens):
@@ -499,7 +500,7 @@ def segment_lines(
                 try:
                     # Order-preserving; a few tasks per worker: little IPC, a short tail.
                     size = max(1, min(_BATCH_LINES, len(block) // (workers * 8)))
-                    batches = [block_lines[at : at + size] for at in range(0, len(block), size)]
+                    batches = list(_batches(block_lines, size))
                     segmented = chain.from_iterable(pool.imap(_segment_in_worker, batches))
                     _collect(lines, block, segmented, results, progress, cache)
                     pool.close()
@@ -507,16 +508,18 @@ def segment_lines(
                 finally:
                     pool.terminate()
         else:
-            batches = (
-                [lines[index] for index in todo[at : at + _BATCH_LINES]]
-                for at in range(0, len(todo), _BATCH_LINES)
-            )
+            batches = ([lines[i] for i in indexes] for indexes in _batches(todo, _BATCH_LINES))
             segmented = chain.from_iterable(map(segmenter._segment_many, batches))
             _collect(lines, todo, segmented, results, progress, cache)
     finally:
         if cache is not None:
             cache.commit()
     return [text for text, _, _ in results]
+
+
+def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    """`items` in consecutive slices of `size`."""
+    return (items[at : at + size] for at in range(0, len(items), size))
 
 
 def _collect(

@@ -152,7 +152,7 @@ class FastRuleBasedAnalyzer:
             if data.morpheme.derivational_:
                 boundaries[group] = index
                 group += 1
-        item = path.transitions[0].lexical_transition.item
+        item = path.get_dictionary_item()
         if _DUMMY in item.attributes:
             item = item.reference_item
         return SingleAnalysis(item, morphemes, boundaries)

@@ -22,7 +22,7 @@ Candidates are given as `WordKey`s, what the feature extractor reads of an analy
 inflectional groups): small picklable tuples that worker processes can send to each other.
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -231,9 +231,7 @@ class FastDecoder:
             self._reset()
             half = len(sentences) // 2
             return self.best_paths(sentences[:half]) + self.best_paths(sentences[half:])
-        missing = {step: None for steps in plans for step in steps if step not in self._steps}
-        if missing:
-            self._steps.update(zip(missing, self._score_steps(list(missing))))
+        self._score_new(step for steps in plans for step in steps)
         return [
             self._viterbi([self._steps[step] for step in steps], len(sentence))
             for steps, (sentence, _) in zip(plans, sentences)
@@ -286,10 +284,14 @@ class FastDecoder:
         """The scores of every step of `words` (the candidates of each position), cached."""
         positions = [tuple(candidates) for candidates in words]
         steps = [tuple(positions[step - 2 : step + 1]) for step in range(2, len(positions))]
+        self._score_new(steps)
+        return [self._steps[step] for step in steps]
+
+    def _score_new(self, steps: Iterable[_Step]) -> None:
+        """Score the `steps` that are not cached yet (each once, all together) and cache them."""
         missing = {step: None for step in steps if step not in self._steps}
         if missing:
             self._steps.update(zip(missing, self._score_steps(list(missing))))
-        return [self._steps[step] for step in steps]
 
     def _score_steps(self, steps: List[_Step]) -> List[np.ndarray]:
         """The float32 score of every trigram of `steps`, as Zemberek sums its features.
