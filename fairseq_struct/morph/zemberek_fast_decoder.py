@@ -131,7 +131,7 @@ class _Request:
             if literal is not None:
                 parts[:, column] = literal
             else:
-                parts[:, column] = (keys >> shift) & (_MAX_STRINGS - 1)
+                parts[:, column] = (keys >> shift) & ((1 << _ID_BITS) - 1)
                 shift -= _ID_BITS
         return parts
 

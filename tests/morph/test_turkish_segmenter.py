@@ -109,6 +109,8 @@ def test_removing_the_marks_gives_the_line_back(segmenter, line):
 def test_input_with_a_boundary_mark_is_rejected(segmenter):
     with pytest.raises(ValueError, match="U\\+FFED"):
         segmenter.segment(f"ev{B}ler")
+    with pytest.raises(ValueError, match="got a newline"):  # in a batch, after a good line
+        segmenter.segment_many(["Gel!", "iki\nsatır"])
 
 
 def test_segment_lines_keeps_order_with_two_workers(segmenter):
@@ -185,6 +187,26 @@ def test_word_keys_are_zemberek_word_data(segmenter):
     for analysis in analyses:
         data = word_data(analysis)
         assert segmenter._decoder.word_key(analysis) == (data.lemma, tuple(data.igs))
+
+
+def test_a_batch_with_too_many_new_strings_is_halved(segmenter, monkeypatch):
+    lines = ["Halk hikayelerine göre kediler.", "Yüzü yüze bakar mısın?", "Gel!", "Ben geldim."]
+    keys = [
+        [list(map(segmenter._decoder.word_key, c)) for c in candidate_analyses(segmenter, x)]
+        for x in lines
+    ]
+    sentences = [(sentence, len(sentence) - 1) for sentence in keys]
+    whole = FastDecoder(segmenter.morphology.ambiguity_resolver)
+    expected = whole.best_paths(sentences)
+    assert len(whole._strings) >= 60  # so that the small decoder below must split the batch
+    # string ids are packed 21 bits apiece; here the table is "full" after a few sentences
+    monkeypatch.setattr(zemberek_fast_decoder, "_MAX_STRINGS", 60)
+    small = FastDecoder(segmenter.morphology.ambiguity_resolver)
+    assert small.best_paths(sentences) == expected
+    assert len(small._strings) < 60
+    monkeypatch.setattr(zemberek_fast_decoder, "_MAX_STRINGS", 20)
+    with pytest.raises(ValueError, match="over 2 million distinct lemmas"):
+        FastDecoder(segmenter.morphology.ambiguity_resolver).best_paths(sentences[:1])
 
 
 def test_weight_lookup_port_matches_zemberek(segmenter):
