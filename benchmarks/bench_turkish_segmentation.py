@@ -19,8 +19,9 @@ segmented by both sides is compared; the script exits with status 1 if any diffe
 Prints one JSON line: rates in tokens/s by process CPU time (what other processes cannot take
 away on a shared CPU) and by wall clock, `ratio` (CPU time, cold caches), the cold rate after
 growing numbers of lines, and with --workers N the wall-clock speed-up of N worker processes
-over one (`segment_lines` from cold caches: the workers first analyse the new word types, each
-by one of them, then segment the lines with all of them analysed), with the load average.
+over one (`segment_lines` from cold caches: the processes first analyse the new word types,
+each by one of them, then segment the lines with all of them analysed; fastest of
+--scaling-rounds runs each, taken in turns), with the load average.
 """
 
 import argparse
@@ -60,7 +61,17 @@ def parse_args() -> argparse.Namespace:
         "--workers", type=int, default=1, help="also time segment_lines with 1 and N workers"
     )
     parser.add_argument(
-        "--scaling-lines", type=int, default=6000, help="lines for the worker scaling run"
+        "--scaling-lines",
+        type=int,
+        default=None,
+        help="lines for the worker scaling runs (default: all; the speed-up grows with the "
+        "length of the text, as the warm-up of each process's caches weighs less)",
+    )
+    parser.add_argument(
+        "--scaling-rounds",
+        type=int,
+        default=3,
+        help="rounds of (1 worker, N workers) runs; the fastest run of each count is compared",
     )
     parser.add_argument(
         "--segmentation-cache",
@@ -211,7 +222,7 @@ def main() -> int:
     if args.workers > 1:
         scaling_lines = lines[: args.scaling_lines]
         runs, outputs = [], []
-        for workers in (1, args.workers, 1, args.workers):  # in turns: load hits both alike
+        for workers in (1, args.workers) * args.scaling_rounds:  # in turns: load hits both alike
             out, run = timed_segment_lines(scaling_lines, workers, morphology)
             outputs.append(out)
             runs.append(run)
@@ -224,6 +235,10 @@ def main() -> int:
             "lines": len(scaling_lines),
             "runs": runs,
             "speedup_wall": round(one / many, 2),
+            "speedup_wall_per_round": [
+                round(runs[at]["wall_s"] / runs[at + 1]["wall_s"], 2)
+                for at in range(0, len(runs), 2)
+            ],
             # On a CPU shared with other processes the wall clock says little; this is the
             # speed-up with a free core per worker and even load: N x (work of 1) / (work of N).
             "speedup_from_cpu_time": round(args.workers * one_cpu / many_cpu, 2),

@@ -31,10 +31,11 @@ def test_turkish_segmentation_benchmark_compares_every_line_and_scales(tmp_path)
     ]
     text.write_text("\n".join(sentences * 4) + "\n", encoding="utf-8")
     command = [sys.executable, "benchmarks/bench_turkish_segmentation.py", str(text)]
-    command += ["--workers", "2", "--scaling-lines", "6"]
+    command += ["--workers", "2", "--scaling-lines", "6", "--scaling-rounds", "1"]
     result = run_tool(command, cwd=REPO_ROOT, timeout=300)
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     assert len(lines) == 1, result.stdout
     figures = json.loads(lines[0])
     assert (figures["compared_lines"], figures["differing_lines"]) == (12, 0)
     assert figures["ratio"] > 0 and figures["workers_scaling"]["lines"] == 6
+    assert len(figures["workers_scaling"]["runs"]) == 2

@@ -28,17 +28,19 @@ Speed (Zemberek's per-sentence path runs at about 150-230 tokens/s here), with i
   float32 sums in the same order, stopping where the path is final; `segment_many` scores the
   new steps (three tokens' candidates) of many lines at once with numpy over interned feature
   parts, and keeps every step's scores across sentences;
-- `segment_lines` works on batches of lines, spreads a corpus over forked worker processes, in
-  order, logs progress, and takes the lines an earlier run segmented from a persistent
-  `SegmentationCache`. Per block of lines the workers first analyse the chunks not seen yet,
-  each chunk in one worker only, and send them back (candidates as picklable `WordKey`s);
-  workers forked after that inherit them all and only disambiguate.
+- `segment_lines` works on batches of lines, spreads a corpus over `workers` processes (this
+  one and forked helpers, `forked_map`), in order, logs progress, and takes the lines an
+  earlier run segmented from a persistent `SegmentationCache`. Per block of lines the processes
+  first analyse the chunks not seen yet, each chunk in one process only, the helpers sending
+  theirs back (candidates as picklable `WordKey`s); helpers forked after that inherit them all
+  and only disambiguate. This process works too, so its caches warm up and every later helper
+  starts with them;
+- the cyclic garbage collector is paused during a batch (`collector_paused`).
 Measured by `benchmarks/bench_turkish_segmentation.py` (figures in benchmarks/README.md): on
 all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 51-55x the reference's
 tokens/s in three runs, 0 differing lines.
 """
 
-import gc
 import hashlib
 import logging
 import multiprocessing
@@ -49,6 +51,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
+from fairseq_struct.morph.collector import collector_paused
+from fairseq_struct.morph.forked_map import forked_map
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 from fairseq_struct.morph.segmentation_cache import SegmentationCache, SegmentationResult
 from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder, WordKey
@@ -86,7 +90,7 @@ _FINGERPRINTED_RESOURCES = ("lexicon.csv", "ambiguity/model-compressed")
 # Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory.
 _MAX_CACHE_ENTRIES = 4_000_000
 # segment_lines with workers: lines per block. Each block's new chunks are first analysed by
-# the workers, each chunk by one of them, and merged into the parent; then workers forked
+# the processes, each chunk by one of them, and merged into this one; then helpers forked
 # afresh inherit them all and segment the block's lines.
 _BLOCK_LINES = 50_000
 # Lines whose new decoding steps are scored together (numpy work on larger arrays, fewer calls).
@@ -192,6 +196,10 @@ class TurkishSegmenter:
 
     def _segment_many(self, lines: Sequence[str]) -> List[SegmentationResult]:
         """`_segment` of each line; the disambiguator scores the new steps of all lines at once."""
+        with collector_paused():
+            return self._segment_batch(lines)
+
+    def _segment_batch(self, lines: Sequence[str]) -> List[SegmentationResult]:
         results: List[Optional[SegmentationResult]] = []
         ambiguous = []  # (index in results, chunks, tokens) of lines to disambiguate
         for line in lines:
@@ -414,21 +422,17 @@ def _segment_in_worker(lines: List[str]) -> List[SegmentationResult]:
 
 def _analyse_in_worker(texts: List[str]) -> List[_Chunk]:
     segmenter = shared_segmenter()
-    return [segmenter._analyse_chunk(text) for text in texts]
-
-
-def _fork_pool(workers: int) -> Any:
-    """A pool whose workers are forked now, with this process's segmenter and caches."""
-    gc.freeze()  # see segment_lines
-    return multiprocessing.get_context("fork").Pool(workers)
+    with collector_paused():
+        return [segmenter._analyse_chunk(text) for text in texts]
 
 
 def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], workers: int) -> None:
-    """Analyse the chunks of `lines` that `segmenter` has not seen, spread over `workers`.
+    """Analyse the chunks of `lines` that `segmenter` has not seen, spread over `workers`
+    processes (this one included).
 
-    Forked workers would otherwise each analyse every word type of their lines, the frequent
-    ones in all of them; here each new chunk is analysed once and its (picklable) `_Chunk`
-    is added to the caller's cache, which the workers that segment the lines then inherit.
+    Processes would otherwise each analyse every word type of their lines, the frequent ones
+    in all of them; here each new chunk is analysed once and its (picklable) `_Chunk` is added
+    to the caller's cache, which the helpers that segment the lines then inherit.
     """
     chunks = dict.fromkeys(
         text for line in lines if _line_problem(line) is None for text in line.split(" ")
@@ -441,15 +445,9 @@ def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], worke
         new = list(chunks)  # the workers must find every chunk of `lines` analysed
     started = time.monotonic()
     # interleaved batches: frequent (earlier seen) and rare chunks alike in every batch
-    batches = [new[start :: workers * 4] for start in range(workers * 4)]
-    pool = _fork_pool(workers)
-    try:
-        for analysed in pool.imap_unordered(_analyse_in_worker, batches):
-            segmenter._chunks.update((chunk.text, chunk) for chunk in analysed)
-        pool.close()
-        pool.join()  # reaped workers count in the caller's RUSAGE_CHILDREN CPU time
-    finally:
-        pool.terminate()
+    batches = [new[start :: workers * 8] for start in range(workers * 8)]
+    for analysed in forked_map(_analyse_in_worker, batches, workers):
+        segmenter._chunks.update((chunk.text, chunk) for chunk in analysed)
     logger.info(
         "analysed %d new chunks of %d lines in %.0f s",
         len(new),
@@ -468,11 +466,12 @@ def segment_lines(
     """Segment `lines` in order, over `workers` processes, adding to `stats` if given.
 
     Lines found in `cache` are not segmented again; the others are added to it as they come.
-    The shared segmenter is built first, so that forked workers inherit it instead of building
+    The shared segmenter is built first, so that forked helpers inherit it instead of building
     Zemberek again. With workers, each block of lines has its new chunks analysed across the
-    workers first (`_analyse_new_chunks`), then is segmented by workers forked with all of them
-    analysed. Workers must be forked: some of Zemberek's analyses depend on the process's string
-    hash seed (e.g. "tıbbı" has none under some seeds), and forked workers share the parent's.
+    processes first (`_analyse_new_chunks`), then is segmented by this process and helpers
+    forked with all of them analysed. Helpers must be forked: some of Zemberek's analyses depend
+    on the process's string hash seed (e.g. "tıbbı" has none under some seeds), and forked
+    helpers share this process's.
     """
     stats = SegmentationStats() if stats is None else stats
     progress = _Progress(len(lines), stats, log_every_s)
@@ -490,23 +489,15 @@ def segment_lines(
         workers = 1
     try:
         if workers > 1:
-            # Zemberek's lexicon is millions of objects: a forked worker's garbage collector
-            # would touch them all and copy every page; `_fork_pool` freezes them first.
             for start in range(0, len(todo), _BLOCK_LINES):
                 block = todo[start : start + _BLOCK_LINES]
                 block_lines = [lines[index] for index in block]
                 _analyse_new_chunks(segmenter, block_lines, workers)
-                pool = _fork_pool(workers)
-                try:
-                    # Order-preserving; a few tasks per worker: little IPC, a short tail.
-                    size = max(1, min(_BATCH_LINES, len(block) // (workers * 8)))
-                    batches = list(_batches(block_lines, size))
-                    segmented = chain.from_iterable(pool.imap(_segment_in_worker, batches))
-                    _collect(lines, block, segmented, results, progress, cache)
-                    pool.close()
-                    pool.join()  # reaped workers count in the caller's RUSAGE_CHILDREN CPU time
-                finally:
-                    pool.terminate()
+                # a few batches per process: little IPC, a short tail
+                size = max(1, min(_BATCH_LINES, len(block) // (workers * 8)))
+                batches = list(_batches(block_lines, size))
+                segmented = forked_map(_segment_in_worker, batches, workers)
+                _collect(lines, block, chain.from_iterable(segmented), results, progress, cache)
         else:
             batches = ([lines[i] for i in indexes] for indexes in _batches(todo, _BATCH_LINES))
             segmented = chain.from_iterable(map(segmenter._segment_many, batches))
