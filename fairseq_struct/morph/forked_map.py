@@ -63,11 +63,11 @@ def forked_map(
         context.Process(target=_help, args=(function, batches, next_batch, results), daemon=True)
         for _ in range(min(processes, len(batches)) - 1)
     ]
-    for helper in helpers:
-        helper.start()
     done: Dict[int, Result] = {}
     yielded = 0
     try:
+        for helper in helpers:
+            helper.start()
         while True:
             index = _take(next_batch, len(batches))
             if index is None:
@@ -87,10 +87,9 @@ def forked_map(
             helper.join()  # reaped helpers count in this process's RUSAGE_CHILDREN CPU time
     finally:
         for helper in helpers:
-            if helper.is_alive():
+            if helper.is_alive():  # this process failed, or a helper did
                 helper.terminate()
                 helper.join()
-        results.close()
 
 
 def _take(next_batch: Any, count: int) -> Optional[int]:

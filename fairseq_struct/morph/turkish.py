@@ -46,6 +46,7 @@ import logging
 import multiprocessing
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -427,29 +428,30 @@ def _analyse_in_worker(texts: List[str]) -> List[_Chunk]:
 
 
 def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], workers: int) -> None:
-    """Analyse the chunks of `lines` that `segmenter` has not seen, spread over `workers`
-    processes (this one included).
+    """Analyse the repeated chunks of `lines` that `segmenter` has not seen, spread over
+    `workers` processes (this one included).
 
     Processes would otherwise each analyse every word type of their lines, the frequent ones
-    in all of them; here each new chunk is analysed once and its (picklable) `_Chunk` is added
-    to the caller's cache, which the helpers that segment the lines then inherit.
+    in all of them; here each new chunk that occurs more than once is analysed once and its
+    (picklable) `_Chunk` is added to the caller's cache, which the helpers that segment the
+    lines then inherit. A chunk that occurs once (two thirds of the types of tr-raw) is
+    analysed where its line is segmented: no other process needs it, and it is not pickled.
     """
-    chunks = dict.fromkeys(
+    counts = Counter(
         text for line in lines if _line_problem(line) is None for text in line.split(" ")
     )
-    new = [text for text in chunks if text not in segmenter._chunks]
+    if len(segmenter._chunks) + len(counts) > _MAX_CACHE_ENTRIES:
+        segmenter._chunks.clear()
+    new = [text for text, count in counts.items() if count > 1 and text not in segmenter._chunks]
     if not new:
         return
-    if len(segmenter._chunks) + len(new) > _MAX_CACHE_ENTRIES:
-        segmenter._chunks.clear()
-        new = list(chunks)  # the workers must find every chunk of `lines` analysed
     started = time.monotonic()
     # interleaved batches: frequent (earlier seen) and rare chunks alike in every batch
     batches = [new[start :: workers * 8] for start in range(workers * 8)]
     for analysed in forked_map(_analyse_in_worker, batches, workers):
         segmenter._chunks.update((chunk.text, chunk) for chunk in analysed)
     logger.info(
-        "analysed %d new chunks of %d lines in %.0f s",
+        "analysed %d new repeated chunks of %d lines in %.0f s",
         len(new),
         len(lines),
         time.monotonic() - started,

@@ -19,6 +19,7 @@ Zemberek's own `analyze_and_disambiguate` stays the unmodified reference.
 """
 
 import copy
+from functools import lru_cache
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
 import numpy as np
@@ -255,7 +256,7 @@ class FastRuleBasedAnalyzer:
             if has_surface and surface is not None:
                 all_tail = self._successor(transition, set(attributes))
                 part_tail = self._successor(
-                    transition, AttributesHelper.get_morphemic_attributes(surface, set(attributes))
+                    transition, set(_morphemic_attributes(surface, attributes))
                 )
             steps.append((transition, surface, has_surface, conditions, all_tail, part_tail))
         # A step stays in every list where `advance` could take it, in Zemberek's order; a
@@ -333,6 +334,13 @@ def _remaining_conditions(condition: Any, attributes: Attributes) -> Optional[Tu
     return (condition,)
 
 
+@lru_cache(maxsize=1 << 16)
+def _morphemic_attributes(surface: str, attributes: Attributes) -> Attributes:
+    """`AttributesHelper.get_morphemic_attributes` (a function of its arguments), memoised:
+    step tables ask it of the same short surfaces after the same attributes again and again."""
+    return frozenset(AttributesHelper.get_morphemic_attributes(surface, set(attributes)))
+
+
 def _generate_surface(transition: Any, attributes: Attributes) -> Optional[str]:
     """`SurfaceTransition.generate_surface` without touching Zemberek's surface cache.
 
@@ -341,7 +349,7 @@ def _generate_surface(transition: Any, attributes: Attributes) -> Optional[str]:
     """
     surface = ""
     for index, token in enumerate(transition.token_list):
-        current = AttributesHelper.get_morphemic_attributes(surface, set(attributes))
+        current = _morphemic_attributes(surface, attributes)
         type_ = token.type_
         if type_ == _TokenType.LETTER:
             surface += token.letter

@@ -56,6 +56,9 @@ class TailAutomaton:
         self._next: List[Dict[str, int]] = []  # by automaton state: character -> next state
         self._accepts: List[Optional[bool]] = []  # by automaton state, once known
         self._starts: Dict[Tuple[int, Attributes], int] = {}
+        # (node, character) -> what reading it from there leads to: automaton states that share
+        # nodes share this work
+        self._moves: Dict[Tuple[int, str], Union[int, FrozenSet[_Config]]] = {}
         self._state(frozenset())  # _DEAD
 
     def can_end(self, state: Any, attributes: Attributes, tail: str) -> bool:
@@ -99,21 +102,34 @@ class TailAutomaton:
     def _read(self, current: int, char: str) -> int:
         """The automaton state after reading `char` (a tail goes on: `char` is in it)."""
         after: Set[_Config] = set()
-        pending: List[_Config] = list(self._configs[current])
-        expanded: Set[int] = set()
-        while pending:
-            config = pending.pop()
+        for config in self._configs[current]:
             if isinstance(config, tuple):
                 rest, ends_tail, more_tail = config
-                if not rest:  # a surface was read and the tail goes on
-                    pending.append(more_tail)
-                elif rest[0] == char:
-                    after.add((rest[1:], ends_tail, more_tail))
+                if rest:
+                    if rest[0] == char:
+                        after.add((rest[1:], ends_tail, more_tail))
+                    continue
+                config = more_tail  # a surface was read and the tail goes on
+            moves = self._moves.get((config, char))
+            if moves is None:
+                moves = self._moves[config, char] = self._moves_of(config, char)
+            if moves is _ACCEPT:
+                return _ACCEPT
+            after |= moves
+        return self._state(frozenset(after))
+
+    def _moves_of(self, node: int, char: str) -> Union[int, FrozenSet[_Config]]:
+        """The configurations reading `char` leads to from `node` and the nodes that steps
+        reading nothing reach from it; _ACCEPT if a surface that cannot be generated is met."""
+        after: Set[_Config] = set()
+        pending = [node]
+        expanded: Set[int] = set()
+        while pending:
+            node = pending.pop()
+            if node in expanded:
                 continue
-            if config in expanded:
-                continue
-            expanded.add(config)
-            state, attributes = self._nodes[config]
+            expanded.add(node)
+            state, attributes = self._nodes[node]
             by_first_char, no_char = self._table_of(state, attributes)
             for transition, surface, has_surface, _, all_tail, part_tail in by_first_char.get(
                 char, no_char
@@ -128,7 +144,7 @@ class TailAutomaton:
                     ends_tail = self._node(transition.to, all_tail)
                     more_tail = self._node(transition.to, part_tail)
                     after.add((surface[1:], ends_tail, more_tail))
-        return self._state(frozenset(after))
+        return frozenset(after)
 
     def _can_stop(self, configs: Sequence[_Config]) -> bool:
         """Whether a configuration can end here, with the tail read to its end."""

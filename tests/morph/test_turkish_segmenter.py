@@ -133,14 +133,18 @@ def test_workers_give_the_output_of_one_process_and_of_zemberek(segmenter, monke
     assert (stats.lines, stats.tokens) == (len(lines), sum(segmenter._segment(x)[1] for x in lines))
 
 
-def test_workers_analyse_new_chunks_once_into_the_parent(segmenter):
-    lines = ["Çekoslovakyalılaştıramadıklarımızdan mısınız?", "Gel! Gel!"]
-    analysed = turkish._analyse_in_worker(["Çekoslovakyalılaştıramadıklarımızdan"])
-    segmenter._chunks.pop("Çekoslovakyalılaştıramadıklarımızdan", None)
+def test_workers_analyse_repeated_new_chunks_once_into_the_parent(segmenter):
+    word = "Çekoslovakyalılaştıramadıklarımızdan"
+    lines = [f"{word} mısınız?", f"Gel! Gel! {word} yapraklarıyla"]
+    analysed = turkish._analyse_in_worker([word])
+    for chunk in (word, "Gel!", "yapraklarıyla"):
+        segmenter._chunks.pop(chunk, None)
     turkish._analyse_new_chunks(segmenter, lines, workers=2)
     # the chunks came back from the workers, equal to what this process would have made
-    assert segmenter._chunks["Çekoslovakyalılaştıramadıklarımızdan"] == analysed[0]
-    assert {"mısınız?", "Gel!"} <= set(segmenter._chunks)
+    assert segmenter._chunks[word] == analysed[0]
+    assert "Gel!" in segmenter._chunks
+    # a chunk met once is left to the process that segments its line
+    assert "yapraklarıyla" not in segmenter._chunks
 
 
 def test_workers_refuse_a_line_with_a_boundary_mark(segmenter):
