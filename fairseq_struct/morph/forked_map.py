@@ -92,6 +92,25 @@ def forked_map(
                 helper.join()
 
 
+def shrinking_batches(
+    items: Sequence[Batch], processes: int, largest: int, smallest: int
+) -> List[Sequence[Batch]]:
+    """`items` cut into consecutive batches for `forked_map` that shrink towards the end.
+
+    Each batch is a 1 / (4 x `processes`) share of the items left, within [`smallest`,
+    `largest`]: large batches while there is much to do (little overhead per batch), small ones
+    at the end, so that the processes finish at nearly the same time instead of all waiting
+    for the one with the last large batch.
+    """
+    batches = []
+    at = 0
+    while at < len(items):
+        size = max(smallest, min(largest, (len(items) - at) // (4 * processes)))
+        batches.append(items[at : at + size])
+        at += size
+    return batches
+
+
 def _take(next_batch: Any, count: int) -> Optional[int]:
     """The index of the next batch nobody has taken, or None when all are taken."""
     with next_batch.get_lock():

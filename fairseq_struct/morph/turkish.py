@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_struct.morph.collector import collector_paused
-from fairseq_struct.morph.forked_map import forked_map
+from fairseq_struct.morph.forked_map import forked_map, shrinking_batches
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 from fairseq_struct.morph.segmentation_cache import SegmentationCache, SegmentationResult
 from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder, WordKey
@@ -96,6 +96,8 @@ _MAX_CACHE_ENTRIES = 4_000_000
 _BLOCK_LINES = 50_000
 # Lines whose new decoding steps are scored together (numpy work on larger arrays, fewer calls).
 _BATCH_LINES = 500
+# segment_lines with workers: at most this many chunks are analysed in one batch (about 0.3 s).
+_BATCH_CHUNKS = 1000
 
 
 @dataclass(frozen=True)
@@ -446,8 +448,7 @@ def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], worke
     if not new:
         return
     started = time.monotonic()
-    # interleaved batches: frequent (earlier seen) and rare chunks alike in every batch
-    batches = [new[start :: workers * 8] for start in range(workers * 8)]
+    batches = shrinking_batches(new, workers, _BATCH_CHUNKS, _BATCH_CHUNKS // 20)
     for analysed in forked_map(_analyse_in_worker, batches, workers):
         segmenter._chunks.update((chunk.text, chunk) for chunk in analysed)
     logger.info(
@@ -495,9 +496,7 @@ def segment_lines(
                 block = todo[start : start + _BLOCK_LINES]
                 block_lines = [lines[index] for index in block]
                 _analyse_new_chunks(segmenter, block_lines, workers)
-                # a few batches per process: little IPC, a short tail
-                size = max(1, min(_BATCH_LINES, len(block) // (workers * 8)))
-                batches = list(_batches(block_lines, size))
+                batches = shrinking_batches(block_lines, workers, _BATCH_LINES, _BATCH_LINES // 20)
                 segmented = forked_map(_segment_in_worker, batches, workers)
                 _collect(lines, block, chain.from_iterable(segmented), results, progress, cache)
         else:

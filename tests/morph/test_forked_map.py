@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from fairseq_struct.morph.forked_map import forked_map
+from fairseq_struct.morph.forked_map import forked_map, shrinking_batches
 
 CALLER = os.getpid()
 # batches this process worked on (helpers append to their own copies)
@@ -75,3 +75,17 @@ def die_in_helpers(batch: int) -> int:
 def test_a_helper_that_dies_is_reported_not_waited_for():
     with pytest.raises(RuntimeError, match=r"exit codes \[3\]"):
         list(forked_map(die_in_helpers, list(range(6)), processes=2))
+
+
+def test_batches_shrink_towards_the_end_and_cover_every_item_in_order():
+    items = list(range(10_000))
+    batches = shrinking_batches(items, processes=2, largest=500, smallest=25)
+    assert [item for batch in batches for item in batch] == items
+    sizes = [len(batch) for batch in batches]
+    assert sizes[0] == 500 and sizes == sorted(sizes, reverse=True)
+    assert min(sizes[:-1]) == 25  # the last batch takes what is left
+    # each batch is at most an eighth of what was left before it (4 x 2 processes)
+    left = len(items)
+    for size in sizes:
+        assert size <= max(25, left // 8)
+        left -= size
