@@ -32,7 +32,7 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Tuple, TypeVar
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -107,6 +107,15 @@ def rates(tokens: int, clock: Clock) -> Dict[str, float]:
     }
 
 
+def reference_or_none(segmenter: turkish.TurkishSegmenter, line: str) -> Optional[str]:
+    """The reference segmentation of `line`, or None where Zemberek raises on it."""
+    try:
+        return segmenter.segment_reference(line)
+    except Exception as error:
+        logger.warning("the reference fails on %r: %r", line[:80], error)
+        return None
+
+
 def compare(lines: List[str], reference_every: int, log_every: float, morphology: Any) -> dict:
     """Cold and reference runs in interleaved blocks, then the warm run."""
     segmenter = turkish.TurkishSegmenter(morphology)
@@ -114,6 +123,7 @@ def compare(lines: List[str], reference_every: int, log_every: float, morphology
     segmented: List[str] = []
     tokens_of: List[int] = []
     reference_tokens, differing, compared = 0, [], 0
+    reference_failed: List[int] = []
     by_lines: Dict[int, float] = {}
     checkpoint = 1000
     last_log = time.monotonic()
@@ -124,8 +134,11 @@ def compare(lines: List[str], reference_every: int, log_every: float, morphology
             tokens_of.append(tokens)
         sample = range(block_start, block_start + len(block))
         sample = [i for i in sample if i % reference_every == 0]
-        expected = reference.run(lambda: [segmenter.segment_reference(lines[i]) for i in sample])
+        expected = reference.run(lambda: [reference_or_none(segmenter, lines[i]) for i in sample])
         for index, text in zip(sample, expected):
+            if text is None:
+                reference_failed.append(index + 1)
+                continue
             compared += 1
             reference_tokens += tokens_of[index]
             if text != segmented[index]:
@@ -174,6 +187,8 @@ def compare(lines: List[str], reference_every: int, log_every: float, morphology
         "compared_lines": compared,
         "differing_lines": len(differing),
         "first_differing_line_numbers": differing[:10],
+        # lines on which Zemberek itself raises (e.g. a TypeError on "000000"): not compared
+        "reference_failed_line_numbers": reference_failed,
         "segmented": segmented,
     }
 

@@ -284,7 +284,11 @@ class TurkishSegmenter:
         candidates = self._candidates.get(key)
         if candidates is None:
             token = self._token_class(content, type_, 0, len(content) - 1)
-            analyses = self._fast_morphology.analyze_without_cache(token=token).analysis_results
+            try:
+                analyses = self._fast_morphology.analyze_without_cache(token=token).analysis_results
+            except Exception as error:  # Zemberek's own numeral analysis fails on "000000"
+                logger.warning("Zemberek cannot analyse %r (%r): kept whole", content, error)
+                analyses = ()
             if not analyses:
                 analyses = (self._unknown(content),)
             if len(self._candidates) >= _MAX_CACHE_ENTRIES:

@@ -106,6 +106,20 @@ def test_removing_the_marks_gives_the_line_back(segmenter, line):
     assert segmenter.segment(line).replace(B, "") == line
 
 
+def test_a_token_zemberek_itself_fails_on_is_kept_whole(segmenter, caplog):
+    line = "izledim 000000..... harika"  # real sentiment-corpus text
+    with pytest.raises(TypeError):  # stock Zemberek's numeral analysis: None + str
+        segmenter.morphology.analyze_and_disambiguate(line)
+    # forget what an earlier test may have cached, so that the token is analysed here
+    segmenter._chunks.pop("000000.....", None)
+    for key in [key for key in segmenter._candidates if key[0].startswith("000000")]:
+        del segmenter._candidates[key]
+    with caplog.at_level(logging.WARNING, logger="fairseq_struct.morph.turkish"):
+        segmented = segmenter.segment(line)
+    assert segmented == f"izle{B}di{B}m 000000..... harika"
+    assert "Zemberek cannot analyse '000000.'" in caplog.text
+
+
 def test_input_with_a_boundary_mark_is_rejected(segmenter):
     with pytest.raises(ValueError, match="U\\+FFED"):
         segmenter.segment(f"ev{B}ler")
