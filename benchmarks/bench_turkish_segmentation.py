@@ -21,12 +21,15 @@ away on a shared CPU) and by wall clock, `ratio` (CPU time, cold caches), the co
 growing numbers of lines, and with --workers N the wall-clock speed-up of N worker processes
 over one (`segment_lines` from cold caches: the processes first analyse the new word types,
 each by one of them, then segment the lines with all of them analysed; fastest of
---scaling-rounds runs each, taken in turns), with the load average.
+--scaling-rounds runs each, taken in turns), with the load average, and the ceiling this
+machine puts on it: the speed-up of N independent copies of the 1-worker run at once.
 """
 
 import argparse
+import gc
 import json
 import logging
+import multiprocessing
 import os
 import resource
 import sys
@@ -208,6 +211,26 @@ def timed_segment_lines(lines: List[str], workers: int, morphology: Any) -> Tupl
     return out, {"workers": workers, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
 
 
+def independent_copies_wall(lines: List[str], copies: int, morphology: Any) -> float:
+    """Wall time of `copies` forked 1-worker runs at once, each on all of `lines`.
+
+    Work that needs no coordination at all: N x (1-worker wall) / this is the speed-up N cores
+    of this machine give right now (shared caches, memory bandwidth, other tenants), the
+    ceiling for `segment_lines` with N workers.
+    """
+    turkish._SHARED = turkish.TurkishSegmenter(morphology)  # each copy starts from it, cold
+    gc.freeze()  # as segment_lines does before it forks
+    context = multiprocessing.get_context("fork")
+    copies_ = [context.Process(target=turkish.segment_lines, args=(lines,)) for _ in range(copies)]
+    started = time.perf_counter()
+    for copy in copies_:
+        copy.start()
+    for copy in copies_:
+        copy.join()
+    assert all(copy.exitcode == 0 for copy in copies_), "a copy failed"
+    return round(time.perf_counter() - started, 2)
+
+
 def main() -> int:
     args = parse_args()
     logging.basicConfig(
@@ -236,11 +259,13 @@ def main() -> int:
     scaling = None
     if args.workers > 1:
         scaling_lines = lines[: args.scaling_lines]
-        runs, outputs = [], []
-        for workers in (1, args.workers) * args.scaling_rounds:  # in turns: load hits both alike
-            out, run = timed_segment_lines(scaling_lines, workers, morphology)
-            outputs.append(out)
-            runs.append(run)
+        runs, outputs, copies_walls = [], [], []
+        for _ in range(args.scaling_rounds):  # in turns: load hits all alike
+            for workers in (1, args.workers):
+                out, run = timed_segment_lines(scaling_lines, workers, morphology)
+                outputs.append(out)
+                runs.append(run)
+            copies_walls.append(independent_copies_wall(scaling_lines, args.workers, morphology))
         assert all(out == outputs[0] for out in outputs), "the number of workers changed the output"
         one = min(run["wall_s"] for run in runs if run["workers"] == 1)
         many = min(run["wall_s"] for run in runs if run["workers"] == args.workers)
@@ -257,6 +282,8 @@ def main() -> int:
             # On a CPU shared with other processes the wall clock says little; this is the
             # speed-up with a free core per worker and even load: N x (work of 1) / (work of N).
             "speedup_from_cpu_time": round(args.workers * one_cpu / many_cpu, 2),
+            "independent_copies_wall_s": copies_walls,
+            "speedup_ceiling_independent_copies": round(args.workers * one / min(copies_walls), 2),
             "load_average_1min": round(os.getloadavg()[0], 2),
         }
         turkish._SHARED = None  # its caches are not needed any more

@@ -39,3 +39,4 @@ def test_turkish_segmentation_benchmark_compares_every_line_and_scales(tmp_path)
     assert (figures["compared_lines"], figures["differing_lines"]) == (12, 0)
     assert figures["ratio"] > 0 and figures["workers_scaling"]["lines"] == 6
     assert len(figures["workers_scaling"]["runs"]) == 2
+    assert figures["workers_scaling"]["speedup_ceiling_independent_copies"] > 0
