@@ -37,8 +37,9 @@ Speed (Zemberek's per-sentence path runs at about 150-230 tokens/s here), with i
   starts with them;
 - the cyclic garbage collector is paused during a batch (`collector_paused`).
 Measured by `benchmarks/bench_turkish_segmentation.py` (figures in benchmarks/README.md): on
-all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 51-55x the reference's
-tokens/s in three runs, 0 differing lines.
+all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 66-71x the reference's
+tokens/s in four runs, 0 differing lines; 1.67-1.76x from 1 to 2 workers, where two
+independent copies of the 1-worker run reach 1.82x on this 2-vCPU machine.
 """
 
 import hashlib
