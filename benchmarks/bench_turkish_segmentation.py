@@ -19,8 +19,8 @@ segmented by both sides is compared; the script exits with status 1 if any diffe
 Prints one JSON line: rates in tokens/s by process CPU time (what other processes cannot take
 away on a shared CPU) and by wall clock, `ratio` (CPU time, cold caches), the cold rate after
 growing numbers of lines, and with --workers N the wall-clock speed-up of N worker processes
-over one (`segment_lines` from cold caches: the processes first analyse the new word types,
-each by one of them, then segment the lines with all of them analysed; fastest of
+over one (`segment_lines` from cold caches: the processes first analyse the repeated new word
+types, each by one of them, then segment the lines with all of them analysed; fastest of
 --scaling-rounds runs each, taken in turns), with the load average, and the ceiling this
 machine puts on it: the speed-up of N independent copies of the 1-worker run at once.
 """
@@ -67,8 +67,7 @@ def parse_args() -> argparse.Namespace:
         "--scaling-lines",
         type=int,
         default=None,
-        help="lines for the worker scaling runs (default: all; the speed-up grows with the "
-        "length of the text, as the warm-up of each process's caches weighs less)",
+        help="lines for the worker scaling runs (default: all)",
     )
     parser.add_argument(
         "--scaling-rounds",

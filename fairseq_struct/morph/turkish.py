@@ -31,10 +31,10 @@ Speed (Zemberek's per-sentence path runs at about 150-230 tokens/s here), with i
 - `segment_lines` works on batches of lines, spreads a corpus over `workers` processes (this
   one and forked helpers, `forked_map`), in order, logs progress, and takes the lines an
   earlier run segmented from a persistent `SegmentationCache`. Per block of lines the processes
-  first analyse the chunks not seen yet, each chunk in one process only, the helpers sending
-  theirs back (candidates as picklable `WordKey`s); helpers forked after that inherit them all
-  and only disambiguate. This process works too, so its caches warm up and every later helper
-  starts with them;
+  first analyse the repeated chunks not seen yet, each chunk in one process only, the helpers
+  sending theirs back (candidates as picklable `WordKey`s); helpers forked after that inherit
+  them all and segment lines, analysing only the chunks that occur once. This process works
+  too, so its caches warm up and every later helper starts with them;
 - the cyclic garbage collector is paused during a batch (`collector_paused`).
 Measured by `benchmarks/bench_turkish_segmentation.py` (figures in benchmarks/README.md): on
 all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 66-75x the reference's
@@ -91,13 +91,13 @@ _FINGERPRINTED_RESOURCES = ("lexicon.csv", "ambiguity/model-compressed")
 
 # Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory.
 _MAX_CACHE_ENTRIES = 4_000_000
-# segment_lines with workers: lines per block. Each block's new chunks are first analysed by
-# the processes, each chunk by one of them, and merged into this one; then helpers forked
-# afresh inherit them all and segment the block's lines.
+# segment_lines with workers: lines per block. Each block's repeated new chunks are first
+# analysed by the processes, each chunk by one of them, and merged into this one; then this
+# process and helpers forked afresh, which inherit them all, segment the block's lines.
 _BLOCK_LINES = 50_000
 # Lines whose new decoding steps are scored together (numpy work on larger arrays, fewer calls).
 _BATCH_LINES = 500
-# segment_lines with workers: at most this many chunks are analysed in one batch (about 0.3 s).
+# segment_lines with workers: at most this many chunks are analysed in one batch (about 0.2 s).
 _BATCH_CHUNKS = 1000
 
 
@@ -198,12 +198,9 @@ class TurkishSegmenter:
         """The segmented line, its number of tokens, and whether the disambiguator ran."""
         return self._segment_many([line])[0]
 
+    @collector_paused()
     def _segment_many(self, lines: Sequence[str]) -> List[SegmentationResult]:
         """`_segment` of each line; the disambiguator scores the new steps of all lines at once."""
-        with collector_paused():
-            return self._segment_batch(lines)
-
-    def _segment_batch(self, lines: Sequence[str]) -> List[SegmentationResult]:
         results: List[Optional[SegmentationResult]] = []
         ambiguous = []  # (index in results, chunks, tokens) of lines to disambiguate
         for line in lines:
@@ -285,11 +282,7 @@ class TurkishSegmenter:
         candidates = self._candidates.get(key)
         if candidates is None:
             token = self._token_class(content, type_, 0, len(content) - 1)
-            try:
-                analyses = self._fast_morphology.analyze_without_cache(token=token).analysis_results
-            except Exception as error:  # Zemberek's own numeral analysis fails on "000000"
-                logger.warning("Zemberek cannot analyse %r (%r): kept whole", content, error)
-                analyses = ()
+            analyses = self._fast_morphology.analyze_without_cache(token=token).analysis_results
             if not analyses:
                 analyses = (self._unknown(content),)
             if len(self._candidates) >= _MAX_CACHE_ENTRIES:
@@ -428,10 +421,10 @@ def _segment_in_worker(lines: List[str]) -> List[SegmentationResult]:
     return shared_segmenter()._segment_many(lines)
 
 
+@collector_paused()
 def _analyse_in_worker(texts: List[str]) -> List[_Chunk]:
     segmenter = shared_segmenter()
-    with collector_paused():
-        return [segmenter._analyse_chunk(text) for text in texts]
+    return [segmenter._analyse_chunk(text) for text in texts]
 
 
 def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], workers: int) -> None:
@@ -475,8 +468,8 @@ def segment_lines(
 
     Lines found in `cache` are not segmented again; the others are added to it as they come.
     The shared segmenter is built first, so that forked helpers inherit it instead of building
-    Zemberek again. With workers, each block of lines has its new chunks analysed across the
-    processes first (`_analyse_new_chunks`), then is segmented by this process and helpers
+    Zemberek again. With workers, each block of lines has its repeated new chunks analysed
+    across the processes first (`_analyse_new_chunks`), then is segmented by this process and helpers
     forked with all of them analysed. Helpers must be forked: some of Zemberek's analyses depend
     on the process's string hash seed (e.g. "tıbbı" has none under some seeds), and forked
     helpers share this process's.

@@ -19,6 +19,7 @@ Zemberek's own `analyze_and_disambiguate` stays the unmodified reference.
 """
 
 import copy
+import logging
 from functools import lru_cache
 from typing import Any, Dict, FrozenSet, List, Optional, Tuple
 
@@ -38,6 +39,8 @@ from zemberek.morphology.morphotactics.operator import Operator  # noqa: E402
 from zemberek.morphology.morphotactics.turkish_morphotactics import (  # noqa: E402
     TurkishMorphotactics,
 )
+
+logger = logging.getLogger(__name__)
 
 Attributes = FrozenSet[PhoneticAttribute]
 _TokenType = SurfaceTransition.TemplateTokenType
@@ -389,10 +392,35 @@ def _generate_surface(transition: Any, attributes: Attributes) -> Optional[str]:
     return surface
 
 
+class _UnidentifiedTokenAnalyzer:
+    """Zemberek's `UnidentifiedTokenAnalyzer` (numbers, unknown proper nouns, ...) on the fast
+    analyser, giving no analysis where Zemberek's own code raises: its numeral analysis raises
+    a TypeError on "000000." (so stock `analyze_and_disambiguate` crashes on such a line); the
+    token is then unknown, which the segmenter keeps whole."""
+
+    def __init__(self, stock: Any, analyzer: FastRuleBasedAnalyzer) -> None:
+        self._stock = copy.copy(stock)
+        self._stock.analyzer = analyzer
+
+    @property
+    def analyzer(self) -> FastRuleBasedAnalyzer:
+        return self._stock.analyzer
+
+    def analyze(self, token: Any) -> Tuple[SingleAnalysis, ...]:
+        try:
+            return self._stock.analyze(token)
+        except Exception as error:
+            logger.warning(
+                "Zemberek cannot analyse %r (%r): taken as unknown", token.content, error
+            )
+            return ()
+
+
 def fast_morphology(morphology: Any) -> Any:
     """A shallow copy of `morphology` whose word analysis runs on `FastRuleBasedAnalyzer`."""
     fast = copy.copy(morphology)
     fast.analyzer = FastRuleBasedAnalyzer(morphology.analyzer)
-    fast.unidentified_token_analyzer = copy.copy(morphology.unidentified_token_analyzer)
-    fast.unidentified_token_analyzer.analyzer = fast.analyzer
+    fast.unidentified_token_analyzer = _UnidentifiedTokenAnalyzer(
+        morphology.unidentified_token_analyzer, fast.analyzer
+    )
     return fast

@@ -114,7 +114,7 @@ def test_a_token_zemberek_itself_fails_on_is_kept_whole(segmenter, caplog):
     segmenter._chunks.pop("000000.....", None)
     for key in [key for key in segmenter._candidates if key[0].startswith("000000")]:
         del segmenter._candidates[key]
-    with caplog.at_level(logging.WARNING, logger="fairseq_struct.morph.turkish"):
+    with caplog.at_level(logging.WARNING, logger="fairseq_struct.morph.zemberek_fast_analysis"):
         segmented = segmenter.segment(line)
     assert segmented == f"izle{B}di{B}m 000000..... harika"
     assert "Zemberek cannot analyse '000000.'" in caplog.text
