@@ -29,12 +29,12 @@ Speed (Zemberek's per-sentence path runs at about 150-230 tokens/s here), with i
   new steps (three tokens' candidates) of many lines at once with numpy over interned feature
   parts, and keeps every step's scores across sentences;
 - `segment_lines` works on batches of lines, spreads a corpus over `workers` processes (this
-  one and forked helpers, `forked_map`), in order, logs progress, and takes the lines an
-  earlier run segmented from a persistent `SegmentationCache`. Per block of lines the processes
-  first analyse the repeated chunks not seen yet, each chunk in one process only, the helpers
-  sending theirs back (candidates as picklable `WordKey`s); helpers forked after that inherit
-  them all and segment lines, analysing only the chunks that occur once. This process works
-  too, so its caches warm up and every later helper starts with them;
+  one and helpers forked once per run, `ForkedHelpers`), in order, logs progress, and takes the
+  lines an earlier run segmented from a persistent `SegmentationCache`. Per block of lines the
+  processes first analyse the repeated chunks not seen yet, each chunk in one process only,
+  and send it to the others (candidates as picklable `WordKey`s); then they segment the lines,
+  analysing only the chunks that occur once. Every process keeps its caches warm across
+  blocks;
 - the cyclic garbage collector is paused during a batch (`collector_paused`).
 Measured by `benchmarks/bench_turkish_segmentation.py` (figures in benchmarks/README.md): on
 all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 66-75x the reference's
@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_struct.morph.collector import collector_paused
-from fairseq_struct.morph.forked_map import forked_map, shrinking_batches
+from fairseq_struct.morph.forked_helpers import ForkedHelpers, shrinking_batches
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 from fairseq_struct.morph.segmentation_cache import SegmentationCache, SegmentationResult
 from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder, WordKey
@@ -92,8 +92,8 @@ _FINGERPRINTED_RESOURCES = ("lexicon.csv", "ambiguity/model-compressed")
 # Caches are cleared when they reach this many entries, so a long corpus cannot exhaust memory.
 _MAX_CACHE_ENTRIES = 4_000_000
 # segment_lines with workers: lines per block. Each block's repeated new chunks are first
-# analysed by the processes, each chunk by one of them, and merged into this one; then this
-# process and helpers forked afresh, which inherit them all, segment the block's lines.
+# analysed by the processes, each chunk by one of them, and sent to all; then the processes
+# segment the block's lines.
 _BLOCK_LINES = 50_000
 # Lines whose new decoding steps are scored together (numpy work on larger arrays, fewer calls).
 _BATCH_LINES = 500
@@ -233,6 +233,12 @@ class TurkishSegmenter:
                 self._chunks.clear()
             chunk = self._chunks[text] = self._analyse_chunk(text)
         return chunk
+
+    def _remember(self, chunks: Sequence[_Chunk]) -> None:
+        """Add analysed `chunks` to the cache."""
+        if len(self._chunks) + len(chunks) > _MAX_CACHE_ENTRIES:
+            self._chunks.clear()
+        self._chunks.update((chunk.text, chunk) for chunk in chunks)
 
     def _analyse_chunk(self, text: str) -> _Chunk:
         tokens = []
@@ -423,19 +429,29 @@ def _segment_in_worker(lines: List[str]) -> List[SegmentationResult]:
 
 @collector_paused()
 def _analyse_in_worker(texts: List[str]) -> List[_Chunk]:
+    """Analyse the chunks `texts` and keep them in this process's cache."""
     segmenter = shared_segmenter()
-    return [segmenter._analyse_chunk(text) for text in texts]
+    chunks = [segmenter._analyse_chunk(text) for text in texts]
+    segmenter._remember(chunks)
+    return chunks
 
 
-def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], workers: int) -> None:
-    """Analyse the repeated chunks of `lines` that `segmenter` has not seen, spread over
-    `workers` processes (this one included).
+@collector_paused()
+def _remember_in_worker(chunks: List[_Chunk]) -> None:
+    shared_segmenter()._remember(chunks)
+
+
+def _analyse_new_chunks(
+    segmenter: TurkishSegmenter, lines: Sequence[str], helpers: ForkedHelpers
+) -> None:
+    """Analyse the repeated chunks of `lines` that `segmenter` has not seen, spread over this
+    process and `helpers`, and give every process all of them.
 
     Processes would otherwise each analyse every word type of their lines, the frequent ones
-    in all of them; here each new chunk that occurs more than once is analysed once and its
-    (picklable) `_Chunk` is added to the caller's cache, which the helpers that segment the
-    lines then inherit. A chunk that occurs once (two thirds of the types of tr-raw) is
-    analysed where its line is segmented: no other process needs it, and it is not pickled.
+    in all of them; here each new chunk that occurs more than once is analysed once, by one
+    process, and sent to the others as a (picklable) `_Chunk`. A chunk that occurs once (two
+    thirds of the types of tr-raw) is analysed where its line is segmented: no other process
+    needs it, and it is not pickled.
     """
     counts = Counter(
         text for line in lines if _line_problem(line) is None for text in line.split(" ")
@@ -446,9 +462,13 @@ def _analyse_new_chunks(segmenter: TurkishSegmenter, lines: Sequence[str], worke
     if not new:
         return
     started = time.monotonic()
-    batches = shrinking_batches(new, workers, _BATCH_CHUNKS, _BATCH_CHUNKS // 20)
-    for analysed in forked_map(_analyse_in_worker, batches, workers):
-        segmenter._chunks.update((chunk.text, chunk) for chunk in analysed)
+    batches = shrinking_batches(new, helpers.processes, _BATCH_CHUNKS, _BATCH_CHUNKS // 20)
+    # each process keeps what it analysed (`_analyse_in_worker`); this one adds the helpers'
+    analysed = list(helpers.map(_analyse_in_worker, batches))
+    segmenter._remember([chunk for by, chunks in analysed if by != 0 for chunk in chunks])
+    for helper in range(1, helpers.processes):
+        others = [chunk for by, chunks in analysed if by != helper for chunk in chunks]
+        helpers.call(helper, _remember_in_worker, others)
     logger.info(
         "analysed %d new repeated chunks of %d lines in %.0f s",
         len(new),
@@ -467,12 +487,12 @@ def segment_lines(
     """Segment `lines` in order, over `workers` processes, adding to `stats` if given.
 
     Lines found in `cache` are not segmented again; the others are added to it as they come.
-    The shared segmenter is built first, so that forked helpers inherit it instead of building
-    Zemberek again. With workers, each block of lines has its repeated new chunks analysed
-    across the processes first (`_analyse_new_chunks`), then is segmented by this process and helpers
-    forked with all of them analysed. Helpers must be forked: some of Zemberek's analyses depend
-    on the process's string hash seed (e.g. "tıbbı" has none under some seeds), and forked
-    helpers share this process's.
+    The shared segmenter is built first, so that helpers, forked once for the run, inherit it
+    instead of building Zemberek again. With workers, each block of lines has its repeated new
+    chunks analysed across the processes first (`_analyse_new_chunks`), then is segmented by
+    this process and the helpers, all of them with those chunks analysed. Helpers must be
+    forked: some of Zemberek's analyses depend on the process's string hash seed (e.g. "tıbbı"
+    has none under some seeds), and forked helpers share this process's.
     """
     stats = SegmentationStats() if stats is None else stats
     progress = _Progress(len(lines), stats, log_every_s)
@@ -490,13 +510,20 @@ def segment_lines(
         workers = 1
     try:
         if workers > 1:
-            for start in range(0, len(todo), _BLOCK_LINES):
-                block = todo[start : start + _BLOCK_LINES]
-                block_lines = [lines[index] for index in block]
-                _analyse_new_chunks(segmenter, block_lines, workers)
-                batches = shrinking_batches(block_lines, workers, _BATCH_LINES, _BATCH_LINES // 20)
-                segmented = forked_map(_segment_in_worker, batches, workers)
-                _collect(lines, block, chain.from_iterable(segmented), results, progress, cache)
+            with ForkedHelpers(workers) as helpers:
+                for start in range(0, len(todo), _BLOCK_LINES):
+                    block = todo[start : start + _BLOCK_LINES]
+                    block_lines = [lines[index] for index in block]
+                    _analyse_new_chunks(segmenter, block_lines, helpers)
+                    batches = shrinking_batches(
+                        block_lines, workers, _BATCH_LINES, _BATCH_LINES // 20
+                    )
+                    segmented = (
+                        result
+                        for _, batch_results in helpers.map(_segment_in_worker, batches)
+                        for result in batch_results
+                    )
+                    _collect(lines, block, segmented, results, progress, cache)
         else:
             batches = ([lines[i] for i in indexes] for indexes in _batches(todo, _BATCH_LINES))
             segmented = chain.from_iterable(map(segmenter._segment_many, batches))
@@ -521,7 +548,7 @@ def _collect(
     cache: Optional[SegmentationCache],
 ) -> None:
     """Store the results of the lines at `indexes`, count them, and add them to `cache`."""
-    for index, result in zip(indexes, segmented):
+    for index, result in zip(indexes, segmented, strict=True):
         results[index] = result
         progress.add(result, cached=False)
         if cache is not None:

@@ -2,12 +2,14 @@
 
 import logging
 import random
+import time
 
 import numpy as np
 import pytest
 from conftest import SHARED_DATA
 
 from fairseq_struct.morph import turkish, zemberek_fast_decoder
+from fairseq_struct.morph.forked_helpers import ForkedHelpers
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
 from fairseq_struct.morph.segmentation_cache import SegmentationCache
 from fairseq_struct.morph.turkish import (
@@ -147,18 +149,28 @@ def test_workers_give_the_output_of_one_process_and_of_zemberek(segmenter, monke
     assert (stats.lines, stats.tokens) == (len(lines), sum(segmenter._segment(x)[1] for x in lines))
 
 
-def test_workers_analyse_repeated_new_chunks_once_into_the_parent(segmenter):
+def known_here(texts: list) -> list:
+    time.sleep(0.2)  # long enough that this process and its helper both take batches
+    return [text in turkish.shared_segmenter()._chunks for text in texts]
+
+
+def test_workers_analyse_repeated_new_chunks_once_and_share_them(segmenter):
     word = "Çekoslovakyalılaştıramadıklarımızdan"
-    lines = [f"{word} mısınız?", f"Gel! Gel! {word} yapraklarıyla"]
+    numbers = [str(n) for n in range(1000, 1200)]  # 200 repeated chunks: several batches
+    lines = [f"{word} mısınız?", f"Gel! Gel! {word} yapraklarıyla"] + [" ".join(numbers)] * 2
     analysed = turkish._analyse_in_worker([word])
-    for chunk in (word, "Gel!", "yapraklarıyla"):
-        segmenter._chunks.pop(chunk, None)
-    turkish._analyse_new_chunks(segmenter, lines, workers=2)
-    # the chunks came back from the workers, equal to what this process would have made
+    texts = [word, "Gel!", "yapraklarıyla", *numbers]
+    for text in texts:
+        segmenter._chunks.pop(text, None)
+    with ForkedHelpers(2) as helpers:
+        turkish._analyse_new_chunks(segmenter, lines, helpers)
+        known = list(helpers.map(known_here, [texts] * 6))
+    # equal to what this process would have made, whichever process analysed it
     assert segmenter._chunks[word] == analysed[0]
-    assert "Gel!" in segmenter._chunks
-    # a chunk met once is left to the process that segments its line
-    assert "yapraklarıyla" not in segmenter._chunks
+    # every process has every repeated chunk; a chunk met once is left to the process that
+    # segments its line
+    assert {by for by, _ in known} == {0, 1}
+    assert all(flags == [True, True, False] + [True] * len(numbers) for _, flags in known)
 
 
 def test_workers_refuse_a_line_with_a_boundary_mark(segmenter):
