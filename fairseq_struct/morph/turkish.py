@@ -458,7 +458,12 @@ def _analyse_new_chunks(
     )
     if len(segmenter._chunks) + len(counts) > _MAX_CACHE_ENTRIES:
         segmenter._chunks.clear()
-    new = [text for text, count in counts.items() if count > 1 and text not in segmenter._chunks]
+    # Sorted, so that the words of one stem fall in one batch, analysed by one process whose
+    # tables for that stem are then warm: the two halves of tr-raw's repeated chunks cost
+    # 4.5 s of CPU split at random, 4.05 s in sorted batches, 3.9 s in one process.
+    new = sorted(
+        text for text, count in counts.items() if count > 1 and text not in segmenter._chunks
+    )
     if not new:
         return
     started = time.monotonic()
