@@ -514,7 +514,7 @@ def segment_lines(
         logger.warning("processes cannot be forked here: segmenting in this process only")
         workers = 1
     try:
-        if workers > 1:
+        if workers > 1 and todo:  # no helpers to fork when every line is cached
             with ForkedHelpers(workers) as helpers:
                 for start in range(0, len(todo), _BLOCK_LINES):
                     block = todo[start : start + _BLOCK_LINES]
