@@ -38,8 +38,8 @@ Speed (Zemberek's per-sentence path runs at about 150-230 tokens/s here), with i
 - the cyclic garbage collector is paused during a batch (`collector_paused`).
 Measured by `benchmarks/bench_turkish_segmentation.py` (figures in benchmarks/README.md): on
 all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 66-75x the reference's
-tokens/s in five runs, 0 differing lines; 1.70-1.83x from 1 to 2 workers (three runs), where
-two independent copies of the 1-worker run reach 1.81-1.90x on this 2-vCPU machine.
+tokens/s in five runs, 0 differing lines; 1.70-1.83x from 1 to 2 workers (four runs), where
+two independent copies of the 1-worker run reach 1.74-1.90x on this 2-vCPU machine.
 """
 
 import hashlib
