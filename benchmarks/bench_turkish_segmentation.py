@@ -218,7 +218,7 @@ def independent_copies_wall(lines: List[str], copies: int, morphology: Any) -> f
     ceiling for `segment_lines` with N workers.
     """
     turkish._SHARED = turkish.TurkishSegmenter(morphology)  # each copy starts from it, cold
-    gc.freeze()  # as segment_lines does before it forks
+    gc.freeze()  # as ForkedHelpers does before it forks
     context = multiprocessing.get_context("fork")
     copies_ = [context.Process(target=turkish.segment_lines, args=(lines,)) for _ in range(copies)]
     started = time.perf_counter()

@@ -366,3 +366,16 @@ def test_decoder_chooses_zemberek_best_path(segmenter):
         # deciding every token: no early stop, the whole path must be Zemberek's
         chosen = segmenter._decoder.best_path(keys, len(sentence) - 1)
         assert [c[i] for c, i in zip(sentence, chosen)] == expected, line
+
+
+def test_the_chunk_cache_is_emptied_before_it_outgrows_its_bound(segmenter, monkeypatch):
+    lines = ["Kitaplarımızı okuduk.", "Gel! Gel!"]
+    expected = [segmenter.segment(line) for line in lines]
+    monkeypatch.setattr(turkish, "_MAX_CACHE_ENTRIES", 3)
+    segmenter._chunks.clear()
+    assert segmenter.segment_many(lines) == expected  # three chunks: at the bound, kept
+    assert set(segmenter._chunks) == {"Kitaplarımızı", "okuduk.", "Gel!"}
+    segmenter._chunk("Ev")  # a fourth would go over: emptied first
+    assert set(segmenter._chunks) == {"Ev"}
+    segmenter._remember([segmenter._analyse_chunk(text) for text in ("a", "b", "c")])
+    assert set(segmenter._chunks) == {"a", "b", "c"}
