@@ -2,11 +2,12 @@
 #   make demo   set up .venv (or reuse it) and run the English→Turkish demo end to end
 #   make test   set up .venv (or reuse it) and run the test suite
 #   make demo-mlm   the masked-LM demo (BERT, BERT2D, BERT-ELMo on synthetic Turkish)
+#   make demo-finetune   fine-tune those encoders on labelled Turkish, pretrained vs scratch
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo demo-mlm test bench clean-demo
+.PHONY: venv demo demo-mlm demo-finetune test bench clean-demo
 
 $(STAMP): requirements.txt setup.py
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
@@ -22,6 +23,9 @@ demo: venv
 
 demo-mlm: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash scripts/demo-mlm.sh
+
+demo-finetune: venv
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash scripts/demo-finetune.sh
 
 test: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m pytest -q tests
@@ -40,4 +44,4 @@ bench: venv
 	else echo "bench_turkish_segmentation: skipped, no file $(SEGMENTATION_TEXT)" >&2; fi
 
 clean-demo:
-	rm -rf demo-work demo-mlm-work
+	rm -rf demo-work demo-mlm-work demo-finetune-work

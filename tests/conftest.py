@@ -180,3 +180,61 @@ def tiny_mlm_train_args(data: Path, save_dir: Path, max_update: int, *extra: str
         *_cpu_run_args(save_dir, max_update),
         *extra,
     ]
+
+
+# ------------------------------------------------------------------ pretraining runs (downstream)
+# Pretraining runs of the three unit kinds, small enough for tests: what a user gets from
+# `scripts/prepare-mlm.sh` (text/, dict.txt, spm.model, binarized splits) on Turkish text of the
+# demo grammar, so the fine-tuning code reads exactly what it reads in real use.
+
+
+def _prepare_mlm(root: Path, name: str, *options: str) -> Path:
+    out = root / name
+    env = dict(os.environ, PATH=f"{Path(venv_tool('python')).parent}:{os.environ['PATH']}")
+    result = subprocess.run(
+        ["bash", str(REPO_ROOT / "scripts" / "prepare-mlm.sh"), "--train", str(root / "train.txt"),
+         "--valid", str(root / "valid.txt"), "--out", str(out), *options],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="session")
+def pretraining_text(tmp_path_factory) -> Path:
+    from fairseq_struct.data.synthetic_en_tr import generate_corpus
+
+    root = tmp_path_factory.mktemp("pretraining")
+    turkish = [tr for _, tr in generate_corpus(700, seed=2)]
+    (root / "train.txt").write_text("\n".join(turkish[:600]) + "\n", encoding="utf-8")
+    (root / "valid.txt").write_text("\n".join(turkish[600:]) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="session")
+def pieces_bpe(pretraining_text) -> Path:
+    return _prepare_mlm(pretraining_text, "pieces-bpe", "--units", "pieces", "--mode", "bpe",
+                        "--vocab-size", "400")
+
+
+@pytest.fixture(scope="session")
+def pieces_morph(pretraining_text) -> Path:
+    return _prepare_mlm(pretraining_text, "pieces-morph", "--units", "pieces", "--mode", "morph",
+                        "--vocab-size", "400")
+
+
+@pytest.fixture(scope="session")
+def words(pretraining_text) -> Path:
+    return _prepare_mlm(pretraining_text, "words", "--units", "words")
+
+
+@pytest.fixture(scope="session")
+def pretrained_bert2d(pieces_bpe, tmp_path_factory) -> Path:
+    save_dir = tmp_path_factory.mktemp("bert2d")
+    run_tool(
+        [venv_tool("fairseq-train"),
+         *tiny_mlm_train_args(pieces_bpe, save_dir, 30, "--arch", "bert2d_tiny",
+                              "--relative-positions", "4")],
+        cwd=save_dir,
+    )
+    return save_dir / "checkpoint_last.pt"

@@ -148,6 +148,24 @@ class BertElmoModel(StructRobertaModel):
             help="MLM output over the N most frequent words (0: the whole dictionary)",
         )
 
+    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
+        """Load an MLM head saved with a smaller dictionary (fine-tuning data appends words).
+
+        Fine-tuning data keeps the pretraining dictionary's ids and appends the new words
+        (every word embeds from its characters), so an output layer over the whole dictionary
+        grows: the saved rows are kept, the new rows keep their initial values.
+        """
+        super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name else ""
+        current = self.encoder.lm_head.state_dict()
+        for key in ("weight", "bias"):
+            saved = state_dict.get(f"{prefix}encoder.lm_head.{key}")
+            wanted = current[key]
+            if saved is not None and saved.size(0) < wanted.size(0):
+                grown = wanted.clone()
+                grown[: saved.size(0)] = saved
+                state_dict[f"{prefix}encoder.lm_head.{key}"] = grown
+
     @classmethod
     def build_model(cls, args: Any, task: Any) -> "BertElmoModel":
         lookup = getattr(task, "word_start_lookup", None)

@@ -1,0 +1,1 @@
+"""Downstream fine-tuning: data preparation, tagging schemes, prediction."""

@@ -1,0 +1,283 @@
+"""Predict and score with a fine-tuned checkpoint: one command for every downstream task.
+
+    python -m fairseq_struct.downstream.predict checkpoints/ner/checkpoint_best.pt \\
+        --input raw/wikiner/test.conll --out-dir results/ner [--entity-fix]
+
+reads the raw test file in its original format, cuts it into the units of the pretraining
+run (as `downstream.prepare` did for training), runs the model and writes into --out-dir
+- the predictions in the input's format: `predictions.conll` (the input with a predicted
+  column), `predictions.conllu` (UPOS replaced), `predictions.txt` (one label a line, in the
+  input's order) or SQuAD's `predictions.json` (question id → answer);
+- `scores.json`, printed as a table: entity precision / recall / F1 (seqeval, IOB2) and per
+  type for NER; word accuracy for POS; accuracy and macro F1 (and per class) for sentiment;
+  EM and F1 (SQuAD v1.1) for QA.
+The data directory of the fine-tuning run (its dictionaries and `finetune.json`) is taken from
+the checkpoint, or from --data.
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import torch
+from tabulate import tabulate
+
+from fairseq_struct.downstream import readers, writers
+from fairseq_struct.downstream.features import (
+    CutCounts,
+    cut_context,
+    encode_units,
+    qa_features,
+    sentence_item,
+    token_windows,
+)
+from fairseq_struct.downstream.iob import entity_fix, split_tag
+from fairseq_struct.downstream.qa_answers import best_answers, window_answers
+from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter
+from fairseq_struct.eval.squad_metrics import squad_scores
+from fairseq_struct.modules.token_classification_heads import gather_words
+from fairseq_struct.morph.corpus_io import atomic_write_json
+
+SENTENCE_HEAD = "sentence_classification_head"
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", type=Path, help="a fine-tuned checkpoint")
+    parser.add_argument("--input", required=True, nargs="+", help="raw test file(s)")
+    parser.add_argument("--out-dir", required=True, type=Path)
+    parser.add_argument("--data", help="the fine-tuning data directory (default: the checkpoint's)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    fix = parser.add_mutually_exclusive_group()
+    fix.add_argument("--entity-fix", dest="entity_fix", action="store_true", default=None)
+    fix.add_argument("--no-entity-fix", dest="entity_fix", action="store_false")
+    parser.add_argument("--labels", nargs="+", help="sentiment: class names of the input files")
+    parser.add_argument("--tsv", action="store_true", help="sentiment: text<TAB>label lines")
+    parser.add_argument("--tag-column", type=int, help="ner: 1-based column of the gold tag")
+    return parser.parse_args(argv)
+
+
+def load(checkpoint: Path, data: Optional[str]) -> Tuple[Any, Any, Dict[str, Any]]:
+    """The fine-tuned model (eval mode), its task and the data directory's finetune.json."""
+    import fairseq_struct  # noqa: F401  (registers the tasks, models and the safe globals)
+    from fairseq import checkpoint_utils
+
+    overrides = {"data": data} if data else {}
+    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(checkpoint)], arg_overrides=overrides
+    )
+    report_path = Path(cfg.task.data) / "finetune.json"
+    report = json.loads(report_path.read_text(encoding="utf-8"))
+    return models[0].eval(), task, report
+
+
+def batches(items: Sequence[List[int]], size: int):
+    """(indices, items) in batches of similar length."""
+    order = sorted(range(len(items)), key=lambda index: len(items[index]))
+    for begin in range(0, len(order), size):
+        chosen = order[begin : begin + size]
+        yield chosen, [items[index] for index in chosen]
+
+
+def padded(items: Sequence[List[int]], pad: int) -> torch.Tensor:
+    longest = max(len(item) for item in items)
+    tokens = torch.full((len(items), longest), pad, dtype=torch.long)
+    for row, item in enumerate(items):
+        tokens[row, : len(item)] = torch.tensor(item)
+    return tokens
+
+
+@torch.no_grad()
+def features(model: Any, tokens: torch.Tensor, head: str) -> torch.Tensor:
+    outputs, _ = model(tokens, features_only=True, classification_head_name=head)
+    return outputs
+
+
+# ------------------------------------------------------------------------------ tasks
+
+
+def predict_sentiment(model, task, cutter, report, args) -> Dict[str, Any]:
+    examples, _ = readers.read_classification(args.input, labels=args.labels, tab_separated=args.tsv)
+    dictionary = task.source_dictionary
+    counts = CutCounts()
+    units = cutter.cut([example.text.split() for example in examples])
+    items = [
+        [dictionary.bos()] + sentence_item(words, dictionary, report["max_positions"], counts)
+        for words in units
+    ]
+    names = task.label_dictionary.symbols[task.label_dictionary.nspecial :]
+    predicted: List[str] = [""] * len(items)
+    for indices, batch in batches(items, args.batch_size):
+        logits = features(model, padded(batch, dictionary.pad()), SENTENCE_HEAD)
+        for index, best in zip(indices, logits.argmax(dim=-1).tolist()):
+            predicted[index] = names[best]
+    writers.write_labels(predicted, args.out_dir / "predictions.txt")
+    return classification_scores([example.label for example in examples], predicted, names)
+
+
+def classification_scores(gold: List[str], predicted: List[str], names: List[str]):
+    per_class = {}
+    for name in names:
+        tp = sum(1 for g, p in zip(gold, predicted) if g == p == name)
+        fp = sum(1 for g, p in zip(gold, predicted) if p == name != g)
+        fn = sum(1 for g, p in zip(gold, predicted) if g == name != p)
+        f1 = 2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0
+        per_class[name] = {"f1": round(100 * f1, 2), "support": tp + fn}
+    accuracy = sum(1 for g, p in zip(gold, predicted) if g == p) / max(len(gold), 1)
+    return {
+        "accuracy": round(100 * accuracy, 2),
+        "f1": round(sum(c["f1"] for c in per_class.values()) / max(len(per_class), 1), 2),
+        "items": len(gold),
+        "per_class": per_class,
+    }
+
+
+def predict_tags(model, task, cutter, report, args) -> Dict[str, Any]:
+    ner = report["task"] == "ner"
+    if ner:
+        sentences, _ = readers.read_conll(args.input[0], tag_column=args.tag_column)
+    else:
+        sentences, _ = readers.read_conllu(args.input[0])
+    dictionary = task.source_dictionary
+    counts = CutCounts()
+    units = cutter.cut([sentence.words for sentence in sentences])
+    windows = [
+        window
+        for index, (sentence, words) in enumerate(zip(sentences, units))
+        for window in token_windows(
+            index, words, ["O"] * len(words), dictionary, report["max_positions"], counts
+        )
+    ]
+    head_name = task.cfg.classification_head_name
+    head = model.classification_heads[head_name]
+    fix = task.cfg.entity_fix if args.entity_fix is None else args.entity_fix
+    predicted: List[List[str]] = [[] for _ in sentences]
+    window_tags: Dict[int, List[str]] = {}
+    for indices, batch in batches([window.tokens for window in windows], args.batch_size):
+        tokens = padded(batch, dictionary.pad())
+        word_mask = torch.zeros_like(tokens, dtype=torch.bool)
+        for row, index in enumerate(indices):
+            labelled = [label != "<pad>" for label in windows[index].labels]
+            word_mask[row, : len(labelled)] = torch.tensor(labelled)
+        words, mask = gather_words(features(model, tokens, head_name), word_mask)
+        for index, tags in zip(indices, head.decode(words, mask)):
+            window_tags[index] = tags
+    for index, window in enumerate(windows):
+        predicted[window.sentence].extend(window_tags[index])
+    if fix:
+        predicted = [entity_fix(tags) for tags in predicted]
+    gold = [list(sentence.tags) for sentence in sentences]
+    if ner:
+        writers.write_conll_predictions(sentences, predicted, args.out_dir / "predictions.conll")
+        return entity_scores(gold, predicted)
+    writers.write_conllu_predictions(sentences, predicted, args.out_dir / "predictions.conllu")
+    words = sum(len(tags) for tags in gold)
+    correct = sum(p == g for ref, pred in zip(gold, predicted) for p, g in zip(pred, ref))
+    return {"accuracy": round(100 * correct / max(words, 1), 2), "words": words}
+
+
+def entity_scores(gold: List[List[str]], predicted: List[List[str]]) -> Dict[str, Any]:
+    from seqeval.metrics import classification_report
+    from seqeval.scheme import IOB2
+
+    report = classification_report(
+        gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0
+    )
+    total = report["micro avg"]
+    per_type = {
+        kind: {"f1": round(100 * v["f1-score"], 2), "support": int(v["support"])}
+        for kind, v in report.items()
+        if kind not in ("micro avg", "macro avg", "weighted avg")
+    }
+    return {
+        "precision": round(100 * total["precision"], 2),
+        "recall": round(100 * total["recall"], 2),
+        "f1": round(100 * total["f1-score"], 2),
+        "entities": int(total["support"]),
+        "per_type": per_type,
+    }
+
+
+def predict_qa(model, task, cutter, report, args) -> Dict[str, Any]:
+    examples, _ = readers.read_squad(args.input[0])
+    dictionary = task.source_dictionary
+    counts = CutCounts()
+    contexts: Dict[str, Any] = {}
+    windows, metadata = [], []
+    questions = cutter.cut([example.question.split() for example in examples])
+    for example, question_units in zip(examples, questions):
+        if example.context not in contexts:
+            contexts[example.context] = cut_context(example.context, cutter, dictionary, counts)
+        question_ids = encode_units([u for word in question_units for u in word], dictionary, counts)
+        for feature in qa_features(
+            str(example.id),
+            question_ids,
+            contexts[example.context],
+            None,
+            dictionary,
+            report["max_length"],
+            report["doc_stride"],
+            report["max_query_length"],
+            counts,
+        ):
+            windows.append(feature.tokens)
+            metadata.append(
+                {
+                    "question": feature.question_id,
+                    "context": example.context,
+                    "context_offset": feature.context_offset,
+                    "spans": feature.unit_spans,
+                }
+            )
+    answers = []
+    head = task.cfg.classification_head_name
+    for indices, batch in batches(windows, args.batch_size):
+        tokens = padded(batch, dictionary.pad())
+        start_logits, end_logits = features(model, tokens, head).float().unbind(dim=-1)
+        answers.extend(
+            window_answers(
+                tokens,
+                start_logits,
+                end_logits,
+                [metadata[index] for index in indices],
+                task.cfg.max_answer_length,
+            )
+        )
+    predictions = best_answers(answers)
+    writers.write_squad_predictions(predictions, args.out_dir / "predictions.json")
+    gold = {str(e.id): [a.text for a in e.answers] for e in examples}
+    return squad_scores(predictions, gold)
+
+
+PREDICTORS = {"sentiment": predict_sentiment, "ner": predict_tags, "pos": predict_tags}
+
+
+def table(scores: Dict[str, Any]) -> str:
+    rows = [(key, value) for key, value in scores.items() if not isinstance(value, dict)]
+    for group in ("per_type", "per_class"):
+        for name, values in scores.get(group, {}).items():
+            rows.append((f"{name} f1", f"{values['f1']} ({values['support']})"))
+    return tabulate(rows, headers=["metric", "value"])
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    try:
+        model, task, report = load(args.checkpoint, args.data)
+        cutter = UnitCutter(PretrainingUnits.from_data_dir(report["pretraining_data"]))
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        predictor = PREDICTORS.get(report["task"], predict_qa)
+        scores = predictor(model, task, cutter, report, args)
+    except (readers.DownstreamDataError, FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    scores = {"task": report["task"], "checkpoint": str(args.checkpoint), **scores}
+    atomic_write_json(args.out_dir / "scores.json", scores)
+    print(table(scores))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

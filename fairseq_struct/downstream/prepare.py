@@ -1,0 +1,408 @@
+"""Prepare a downstream data set for fine-tuning a pretrained encoder: one command per task.
+
+    python -m fairseq_struct.downstream.prepare ner --pretraining-data data-bin/tr-mlm-morph \\
+        --train raw/wikiner/train.conll --valid raw/wikiner/dev.conll --out-dir data-bin/ner
+    python -m fairseq_struct.downstream.prepare pos  ... --train tr_imst-ud-train.conllu ...
+    python -m fairseq_struct.downstream.prepare sentiment ... --train train.pos train.neg ...
+    python -m fairseq_struct.downstream.prepare qa ... --train train-v0.1.json --valid-fraction 0.1
+
+reads the raw files in the formats the data sets ship in (`readers`), cuts the text into the
+units of the pretraining run (`units`: its SentencePiece model in bpe or morph mode and its
+dictionary, or Moses words for BERT-ELMo), and writes fairseq binarized data into --out-dir:
+
+    input0/dict.txt, input0/{split}.bin|idx   token ids (`<s> ... </s>`)
+    label/dict.txt, label/{split}.bin|idx     sentiment: one label per text (fairseq's
+                                              `sentence_prediction` layout)
+    labels/dict.txt, labels/{split}.bin|idx   ner, pos: one label per token (<pad>: none)
+    spans/{split}.bin|idx, {split}.qa.json    qa: answer start/end per window; windows' text
+                                              offsets, contexts and gold answers
+    finetune.json                             task, labels, units, lengths, what was read,
+                                              skipped, cut or split (the report)
+
+`--valid-fraction F` carves a seeded validation split out of the training file when the data
+set has no dev split (QA by paragraph, so that no context is in both).
+"""
+
+import argparse
+import json
+import logging
+import random
+import sys
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from fairseq.data import Dictionary
+
+from fairseq_struct.cli_logging import configure_logging
+from fairseq_struct.downstream import readers
+from fairseq_struct.downstream.binarize import (
+    label_dictionary,
+    save_dictionary,
+    write_dataset,
+)
+from fairseq_struct.downstream.features import (
+    IGNORED_LABEL,
+    CutCounts,
+    cut_context,
+    encode_units,
+    qa_features,
+    sentence_item,
+    token_windows,
+)
+from fairseq_struct.downstream.iob import iob1_to_iob2, split_tag
+from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter
+from fairseq_struct.morph.corpus_io import atomic_write_json
+
+logger = logging.getLogger("fairseq_struct.downstream.prepare")
+
+TASKS = ("sentiment", "ner", "pos", "qa")
+SPLITS = ("train", "valid", "test")
+REPORT_FILE = "finetune.json"
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("task", choices=TASKS)
+    parser.add_argument(
+        "--pretraining-data",
+        required=True,
+        type=Path,
+        help="the pretraining data directory (scripts/prepare-mlm.sh --out): its units",
+    )
+    parser.add_argument("--train", required=True, nargs="+", help="training file(s)")
+    parser.add_argument("--valid", nargs="+", help="validation file(s)")
+    parser.add_argument("--test", nargs="+", help="test file(s)")
+    parser.add_argument("--out-dir", required=True, type=Path)
+    parser.add_argument(
+        "--valid-fraction",
+        type=float,
+        default=0.0,
+        help="without --valid: this share of the training data becomes the validation split",
+    )
+    parser.add_argument("--split-seed", type=int, default=1, help="seed of --valid-fraction")
+    parser.add_argument(
+        "--max-positions",
+        type=int,
+        default=512,
+        help="tokens the encoder takes (its --max-positions); longer inputs are cut or windowed",
+    )
+    parser.add_argument(
+        "--labels",
+        nargs="+",
+        help="sentiment: class names of the per-class files (default: the file extensions)",
+    )
+    parser.add_argument(
+        "--tsv", action="store_true", help="sentiment: files are text<TAB>label lines"
+    )
+    parser.add_argument(
+        "--tag-column", type=int, help="ner: 1-based column of the tag (GermEval 2014: 3, outer)"
+    )
+    parser.add_argument("--max-length", type=int, default=384, help="qa: tokens per window")
+    parser.add_argument("--doc-stride", type=int, default=128, help="qa: units between windows")
+    parser.add_argument(
+        "--max-query-length", type=int, default=64, help="qa: question units kept"
+    )
+    parser.add_argument("--workers", type=int, default=1, help="morphological segmentation")
+    args = parser.parse_args(argv)
+    if args.valid is None and not 0.0 < args.valid_fraction < 1.0:
+        parser.error("give --valid, or --valid-fraction between 0 and 1")
+    if args.valid is not None and args.valid_fraction:
+        parser.error("--valid and --valid-fraction exclude each other")
+    return args
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def _read(task: str, paths: Sequence[str], args: argparse.Namespace):
+    if task == "sentiment":
+        return readers.read_classification(paths, labels=args.labels, tab_separated=args.tsv)
+    if len(paths) != 1:
+        raise readers.DownstreamDataError(f"{task} takes one file per split, not {len(paths)}")
+    if task == "ner":
+        return readers.read_conll(paths[0], tag_column=args.tag_column)
+    if task == "pos":
+        return readers.read_conllu(paths[0])
+    return readers.read_squad(paths[0])
+
+
+def _carve_valid(items: list, task: str, fraction: float, seed: int) -> Tuple[list, list]:
+    """Seeded split of the training items; QA questions move with their whole context."""
+    if task == "qa":
+        contexts = sorted({item.context for item in items})
+        random.Random(seed).shuffle(contexts)
+        chosen = set(contexts[: max(1, round(fraction * len(contexts)))])
+        return [i for i in items if i.context not in chosen], [i for i in items if i.context in chosen]
+    order = list(range(len(items)))
+    random.Random(seed).shuffle(order)
+    chosen = set(order[: max(1, round(fraction * len(items)))])
+    return (
+        [item for index, item in enumerate(items) if index not in chosen],
+        [item for index, item in enumerate(items) if index in chosen],
+    )
+
+
+# ------------------------------------------------------------------------------ labels
+
+
+def _location(item, word: int = 0) -> str:
+    lines = getattr(item, "lines", None)
+    return f"{item.path}:{lines[word] if lines else getattr(item, 'line', '?')}"
+
+
+def _ner_tags(split: str, sentences: list, report: Dict[str, object]) -> List[List[str]]:
+    """IOB2 tags of every sentence; IOB1-style entity starts are repaired and counted."""
+    tagged, repaired = [], 0
+    for sentence in sentences:
+        for position, tag in enumerate(sentence.tags):
+            try:
+                split_tag(tag)
+            except ValueError as error:
+                raise readers.DownstreamDataError(
+                    f"{_location(sentence, position)}: tag {tag!r} is not IOB (O, B-X, I-X): "
+                    f"{error}"
+                ) from None
+        tags = iob1_to_iob2(list(sentence.tags))
+        repaired += sum(1 for old, new in zip(sentence.tags, tags) if old != new)
+        tagged.append(tags)
+    report["iob1_starts_repaired"] = repaired
+    return tagged
+
+
+def _tag_labels(train_tags: List[List[str]], ner: bool) -> List[str]:
+    seen = {tag for tags in train_tags for tag in tags}
+    if not ner:
+        return sorted(seen)
+    types = sorted({split_tag(tag)[1] for tag in seen if tag != "O"})
+    # Both B- and I- of every type, so that a model can predict any well-formed entity.
+    return ["O"] + [f"{prefix}-{kind}" for kind in types for prefix in ("B", "I")]
+
+
+def _check_known(split: str, items: list, labels_of, known: Sequence[str]) -> None:
+    allowed = set(known)
+    for item in items:
+        for position, label in enumerate(labels_of(item)):
+            if label not in allowed:
+                raise readers.DownstreamDataError(
+                    f"{_location(item, position)}: label {label!r} of the {split} split never "
+                    f"occurs in the training split (known: {', '.join(known)})"
+                )
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def _write_sentiment(data, cutter, dictionary, args, report) -> List[str]:
+    labels = sorted({example.label for example in data["train"]})
+    label_dict = label_dictionary(labels)
+    save_dictionary(label_dict, args.out_dir / "label" / "dict.txt")
+    for split, examples in data.items():
+        _check_known(split, examples, lambda example: [example.label], labels)
+        counts = CutCounts()
+        units = cutter.cut([example.text.split() for example in examples])
+        items = [sentence_item(words, dictionary, args.max_positions, counts) for words in units]
+        write_dataset(args.out_dir / "input0" / split, items, len(dictionary))
+        write_dataset(
+            args.out_dir / "label" / split,
+            ([label_dict.index(e.label), label_dict.eos()] for e in examples),
+            len(label_dict),
+        )
+        report["splits"][split].update(items=len(items), **counts.as_dict())
+        report["splits"][split]["label_counts"] = dict(Counter(e.label for e in examples))
+    return labels
+
+
+def _write_tagging(data, cutter, dictionary, args, report) -> List[str]:
+    ner = args.task == "ner"
+    tags = {
+        split: _ner_tags(split, sentences, report["splits"][split])
+        if ner
+        else [list(sentence.tags) for sentence in sentences]
+        for split, sentences in data.items()
+    }
+    labels = _tag_labels(tags["train"], ner)
+    label_dict = label_dictionary(labels)
+    save_dictionary(label_dict, args.out_dir / "labels" / "dict.txt")
+    for split, sentences in data.items():
+        indexed = list(zip(sentences, tags[split]))
+        _check_known(split, indexed, lambda pair: pair[1], labels)
+        counts = CutCounts()
+        units = cutter.cut([sentence.words for sentence in sentences])
+        windows = [
+            window
+            for index, (words, sentence_tags) in enumerate(zip(units, tags[split]))
+            for window in token_windows(
+                index, words, sentence_tags, dictionary, args.max_positions, counts
+            )
+        ]
+        write_dataset(args.out_dir / "input0" / split, (w.tokens for w in windows), len(dictionary))
+        write_dataset(
+            args.out_dir / "labels" / split,
+            ([label_dict.index(label) for label in w.labels] for w in windows),
+            len(label_dict),
+        )
+        report["splits"][split].update(
+            sentences=len(sentences),
+            words=sum(len(sentence.words) for sentence in sentences),
+            windows=len(windows),
+            **counts.as_dict(),
+        )
+    return labels
+
+
+def _write_qa(data, cutter, dictionary, args, report) -> List[str]:
+    max_length = min(args.max_length, args.max_positions)
+    for split, examples in data.items():
+        counts = CutCounts()
+        contexts: Dict[str, int] = {}
+        context_texts: List[str] = []
+        cut_contexts = []
+        questions = cutter.cut([example.question.split() for example in examples])
+        features = []
+        for example, question_units in zip(examples, questions):
+            if example.context not in contexts:
+                contexts[example.context] = len(context_texts)
+                context_texts.append(example.context)
+                cut_contexts.append(cut_context(example.context, cutter, dictionary, counts))
+            context_index = contexts[example.context]
+            answer = example.answers[0] if example.answers else None
+            span = (answer.start, answer.start + len(answer.text)) if answer else None
+            question_ids = encode_units(
+                [unit for word in question_units for unit in word], dictionary, counts
+            )
+            for feature in qa_features(
+                str(example.id),
+                question_ids,
+                cut_contexts[context_index],
+                span,
+                dictionary,
+                max_length,
+                args.doc_stride,
+                args.max_query_length,
+                counts,
+            ):
+                feature.metadata["context"] = context_index
+                features.append(feature)
+        write_dataset(args.out_dir / "input0" / split, (f.tokens for f in features), len(dictionary))
+        write_dataset(args.out_dir / "spans" / split, ([f.start, f.end] for f in features), 2)
+        atomic_write_json(
+            args.out_dir / f"{split}.qa.json",
+            {
+                "contexts": context_texts,
+                "questions": {
+                    str(e.id): {
+                        "context": contexts[e.context],
+                        "answers": [a.text for a in e.answers],
+                    }
+                    for e in examples
+                },
+                "features": [
+                    {
+                        "question": f.question_id,
+                        "context_offset": f.context_offset,
+                        "spans": f.unit_spans,
+                    }
+                    for f in features
+                ],
+            },
+        )
+        report["splits"][split].update(
+            questions=len(examples),
+            windows=len(features),
+            windows_with_answer=sum(1 for f in features if f.start > 0),
+            **counts.as_dict(),
+        )
+    return []
+
+
+WRITERS = {"sentiment": _write_sentiment, "ner": _write_tagging, "pos": _write_tagging, "qa": _write_qa}
+
+
+def prepare(args: argparse.Namespace) -> Dict[str, object]:
+    units = PretrainingUnits.from_data_dir(args.pretraining_data)
+    cutter = UnitCutter(units, args.workers)
+    dictionary: Dictionary = units.load_dictionary()
+    data: Dict[str, list] = {}
+    report: Dict[str, object] = {
+        "task": args.task,
+        "pretraining_data": str(args.pretraining_data.resolve()),
+        "units": units.units,
+        "mode": units.mode,
+        "lang": units.lang,
+        "tokens_are_words": units.tokens_are_words,
+        "max_positions": args.max_positions,
+        "splits": {},
+    }
+    for split in SPLITS:
+        paths = getattr(args, split)
+        if paths is None:
+            continue
+        items, read_report = _read(args.task, paths, args)
+        data[split] = items
+        report["splits"][split] = {"read": asdict(read_report)}
+    if "valid" not in data:
+        data["train"], data["valid"] = _carve_valid(
+            data["train"], args.task, args.valid_fraction, args.split_seed
+        )
+        report["splits"]["valid"] = {
+            "read": f"{args.valid_fraction} of the training data (seed {args.split_seed})"
+        }
+    for split, items in data.items():
+        if not items:
+            raise readers.DownstreamDataError(f"the {split} split has no usable item")
+    if units.tokens_are_words:
+        dictionary = _with_unseen_words(dictionary, data, cutter, args.task)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    save_dictionary(dictionary, args.out_dir / "input0" / "dict.txt")
+    report["labels"] = WRITERS[args.task](data, cutter, dictionary, args, report)
+    if args.task == "qa":
+        report.update(
+            max_length=min(args.max_length, args.max_positions),
+            doc_stride=args.doc_stride,
+            max_query_length=args.max_query_length,
+        )
+    atomic_write_json(args.out_dir / REPORT_FILE, report)
+    return report
+
+
+def _with_unseen_words(dictionary: Dictionary, data, cutter: UnitCutter, task: str) -> Dictionary:
+    """Words mode: the pretraining dictionary plus every new word, appended (ids unchanged).
+
+    BERT-ELMo embeds a word from its characters, so a word the pretraining text never had still
+    gets its own embedding instead of <unk>.
+    """
+    texts: List[List[str]] = []
+    for items in data.values():
+        for item in items:
+            if task == "sentiment":
+                texts.append(item.text.split())
+            elif task == "qa":
+                texts.extend([item.question.split(), item.context.split()])
+            else:
+                texts.append(list(item.words))
+    extended = Dictionary.load(str(cutter.units.dictionary_path))
+    for sentence in cutter.cut(texts):
+        for word in sentence:
+            for unit in word:
+                if extended.index(unit) == extended.unk():
+                    extended.add_symbol(unit, n=0)
+    return extended
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    try:
+        report = prepare(args)
+    except (readers.DownstreamDataError, FileNotFoundError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps(report["splits"], ensure_ascii=False, indent=1))
+    print(f"{args.task} data for fine-tuning in {args.out_dir} ({args.out_dir / REPORT_FILE})")
+    return 0
+
+
+if __name__ == "__main__":
+    configure_logging()
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""Cut labelled text into the units a pretrained encoder was trained on (SPEC 5.4).
+
+A fine-tuned model must see exactly the units of its pretraining run, so everything is read
+from the pretraining data directory that `scripts/prepare-mlm.sh` wrote:
+
+- `text/prepare_report.json`: units (`pieces` or `words`), mode (`bpe` or `morph`), language;
+- `dict.txt`: the fairseq dictionary the encoder's embeddings were trained with;
+- `spm.model`: the SentencePiece model (pieces only);
+- `text/morfessor.iu.segm`: the Inuktitut segmenter (morph mode, `iu` only).
+
+Each labelled word is cut on its own, so that a word's units are known exactly:
+- pieces, bpe mode: SentencePiece pieces of the word (the first one starts with ▁);
+- pieces, morph mode: the sentence is segmented into morphemes first (Zemberek for Turkish,
+  with its sentence-level disambiguation; Morfessor for Inuktitut), then each word's morphemes
+  are encoded, so no piece crosses a morpheme boundary, as in pretraining;
+- words (BERT-ELMo): the Moses tokens of the word (the pretraining text was Moses-tokenized, so
+  "Adana'da" was the three words `Adana ' da` there, and is here too).
+SentencePiece splits on whitespace, so encoding word by word gives the pieces that encoding the
+whole line gives (the pretraining data was encoded line by line).
+
+`unit_spans` gives the character span of every unit inside its word, which extractive QA needs
+to turn predicted units back into answer text.
+"""
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Sequence, Tuple, Union
+
+from fairseq.data import Dictionary
+
+from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
+
+PathLike = Union[str, Path]
+
+PRETRAINING_REPORT = Path("text") / "prepare_report.json"
+INUKTITUT_MODEL = Path("text") / "morfessor.iu.segm"
+_NON_SPACE_RUN = re.compile(r"\S+")
+
+
+class UnitError(ValueError):
+    """A word that cannot be cut into the pretraining units."""
+
+
+@dataclass(frozen=True)
+class PretrainingUnits:
+    """How a pretraining run cut its text, as its data directory records it."""
+
+    data_dir: Path
+    units: str  # "pieces" or "words"
+    mode: str  # "bpe" or "morph"
+    lang: str
+
+    @classmethod
+    def from_data_dir(cls, data_dir: PathLike) -> "PretrainingUnits":
+        data_dir = Path(data_dir)
+        report_path = data_dir / PRETRAINING_REPORT
+        if not report_path.exists():
+            raise FileNotFoundError(
+                f"{report_path} not found: --pretraining-data must be the directory that "
+                "scripts/prepare-mlm.sh wrote for the pretraining run (it holds dict.txt, "
+                "spm.model and text/prepare_report.json)"
+            )
+        report = json.loads(report_path.read_text(encoding="utf-8"))
+        units = cls(data_dir, report["units"], report.get("mode", "bpe"), report.get("lang", "tr"))
+        for needed in units.needed_files():
+            if not needed.exists():
+                raise FileNotFoundError(f"{needed} not found (needed for {units.describe()})")
+        return units
+
+    def needed_files(self) -> List[Path]:
+        files = [self.dictionary_path]
+        if self.units == "pieces":
+            files.append(self.data_dir / "spm.model")
+            if self.mode == "morph" and self.lang == "iu":
+                files.append(self.data_dir / INUKTITUT_MODEL)
+        return files
+
+    @property
+    def dictionary_path(self) -> Path:
+        return self.data_dir / "dict.txt"
+
+    @property
+    def tokens_are_words(self) -> bool:
+        return self.units == "words"
+
+    def describe(self) -> str:
+        if self.units == "words":
+            return f"Moses words ({self.lang})"
+        return f"SentencePiece pieces, {self.mode} mode ({self.lang})"
+
+    def load_dictionary(self) -> Dictionary:
+        return Dictionary.load(str(self.dictionary_path))
+
+
+class UnitCutter:
+    """Cuts sentences (lists of words) into the units of a pretraining run."""
+
+    def __init__(self, units: PretrainingUnits, workers: int = 1) -> None:
+        self.units = units
+        self.workers = workers
+        self._spm = None
+        self._moses = None
+        if units.units == "pieces":
+            from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
+
+            self._spm = SentencePieceModel(units.data_dir / "spm.model")
+        elif units.units == "words":
+            from sacremoses import MosesTokenizer
+
+            self._moses = MosesTokenizer(lang=units.lang)
+        else:
+            raise ValueError(f"unknown units {units.units!r} in {units.data_dir}")
+
+    def cut(self, sentences: Sequence[Sequence[str]]) -> List[List[List[str]]]:
+        """The units of every word of every sentence: result[s][w] is a non-empty list."""
+        for sentence in sentences:
+            for word in sentence:
+                _check_word(word)
+        if self._moses is not None:
+            return [[self._moses_tokens(word) for word in sentence] for sentence in sentences]
+        if self.units.mode == "morph":
+            sentences = self._segment(sentences)
+        return [[self._pieces(word) for word in sentence] for sentence in sentences]
+
+    def cut_text(self, text: str) -> Tuple[List[List[str]], List[Tuple[int, int]]]:
+        """The units of every whitespace word of `text`, and each unit's character span in it."""
+        words = [(match.group(), match.start()) for match in _NON_SPACE_RUN.finditer(text)]
+        if not words:
+            return [], []
+        units = self.cut([[word for word, _ in words]])[0]
+        spans: List[Tuple[int, int]] = []
+        for (word, start), word_units in zip(words, units):
+            spans.extend((start + a, start + b) for a, b in unit_spans(word, word_units))
+        return units, spans
+
+    def _segment(self, sentences: Sequence[Sequence[str]]) -> List[List[str]]:
+        from fairseq_struct.morph.prepare import SEGMENTERS
+
+        if self.units.lang not in SEGMENTERS:
+            raise ValueError(f"no morphological segmenter for {self.units.lang!r}")
+        lines = [" ".join(sentence) for sentence in sentences]
+        options = {"train_lines": 0, "out_dir": self.units.data_dir / "text"}
+        segmented, _ = SEGMENTERS[self.units.lang](lines, self.workers, **options)
+        result = []
+        for sentence, line in zip(sentences, segmented):
+            words = line.split(" ")
+            if [word.replace(MORPHEME_BOUNDARY, "") for word in words] != list(sentence):
+                raise UnitError(f"segmentation changed the words of {' '.join(sentence)!r}")
+            result.append(words)
+        return result
+
+    def _pieces(self, word: str) -> List[str]:
+        pieces = self._spm.encode(word)
+        if not pieces:
+            raise UnitError(f"SentencePiece gave no piece for {word!r}")
+        return pieces
+
+    def _moses_tokens(self, word: str) -> List[str]:
+        tokens = self._moses.tokenize(word, escape=False)
+        return tokens or [word]
+
+
+def unit_spans(word: str, units: Sequence[str]) -> List[Tuple[int, int]]:
+    """The (start, end) character span in `word` of each of its units.
+
+    Pieces spell the word exactly once ▁ and morpheme marks are removed (identity
+    normalisation); Moses tokens (escape=False) are substrings of the word in order.
+    """
+    spans, position = [], 0
+    for unit in units:
+        text = unit.replace(WORD_START, "").replace(MORPHEME_BOUNDARY, "")
+        start = word.find(text, position) if text else position
+        if start < 0:
+            raise UnitError(f"unit {unit!r} is not found in {word!r} after character {position}")
+        spans.append((start, start + len(text)))
+        position = start + len(text)
+    return spans
+
+
+def _check_word(word: str) -> None:
+    if not word or any(char.isspace() for char in word):
+        raise UnitError(f"a word must be non-empty and hold no whitespace: {word!r}")
+    for mark, name in ((WORD_START, "U+2581 (word start)"), (MORPHEME_BOUNDARY, "U+FFED")):
+        if mark in word:
+            raise UnitError(f"the word {word!r} holds the reserved mark {name}")

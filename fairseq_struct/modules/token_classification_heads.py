@@ -1,0 +1,158 @@
+"""Token-classification heads of the fine-tuning tasks (SPEC 5.4; seed 002 section 4).
+
+Every head has RoBERTa's classification-head shape per token (dropout → `dense` → activation →
+dropout → `out_proj`), so fairseq's `RobertaModel.upgrade_state_dict_named` recognises it: a
+pretrained checkpoint without the head gets the freshly initialised one, and a fine-tuned
+checkpoint loads its own. Losses and decoding work on *word* sequences: the outputs of the
+first unit of every word, gathered left-aligned by `gather_words` (labels sit on first units).
+
+- `softmax` (Default-Fine-Tuning): one softmax over the labels per word, cross-entropy.
+- `cse` (Class-Start-End, section 4.1): sigmoid start, sigmoid end (eq. 5 losses) and a softmax
+  over the entity classes without B-/I- ("O" included); decoded by `iob.cse_decode`.
+- `lcrf` (section 4.2): emissions + a linear-chain CRF with a learned transition matrix W.
+- `lcrf_ner` (eq. 7): the CRF's transitions are T = (A + ω_f·F) ⊙ W − ω_a·F.
+"""
+
+from typing import List, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from fairseq import utils
+from torch import Tensor, nn
+
+from fairseq_struct.downstream.iob import cse_decode, entity_types, split_tag
+from fairseq_struct.modules.linear_chain_crf import LinearChainCRF, forbidden_transitions
+
+HEAD_TYPES = ("softmax", "cse", "lcrf", "lcrf_ner")
+OUTSIDE = "O"
+
+
+def gather_words(outputs: Tensor, word_mask: Tensor) -> Tuple[Tensor, Tensor]:
+    """(B, T, K) token outputs → (B, T, K) outputs of the True positions, left-aligned, and the
+    (B, T) mask of real words. No loop over the batch, and no host synchronisation: the width
+    stays T instead of the most words in a row (the rest is masked)."""
+    counts = word_mask.sum(dim=1)
+    # A stable sort puts each row's True positions first, in order.
+    order = torch.sort((~word_mask).to(torch.int8), dim=1, stable=True).indices
+    words = outputs.gather(1, order.unsqueeze(-1).expand(-1, -1, outputs.size(-1)))
+    mask = torch.arange(word_mask.size(1), device=outputs.device).unsqueeze(0) < counts.unsqueeze(1)
+    return words, mask
+
+
+class TokenClassificationHead(nn.Module):
+    """Per-token outputs, and the loss and decoding of one of the four heads."""
+
+    def __init__(
+        self,
+        input_dim: int,
+        inner_dim: int,
+        labels: Sequence[str],
+        head_type: str = "softmax",
+        activation_fn: str = "tanh",
+        pooler_dropout: float = 0.0,
+    ) -> None:
+        super().__init__()
+        if head_type not in HEAD_TYPES:
+            raise ValueError(f"head must be one of {HEAD_TYPES}, not {head_type!r}")
+        self.labels = list(labels)
+        self.head_type = head_type
+        if head_type in ("cse", "lcrf_ner"):
+            for label in self.labels:
+                split_tag(label)  # IOB tags only: raises ValueError naming the label
+        self.classes = [OUTSIDE] + entity_types(self.labels) if head_type == "cse" else []
+        outputs = 2 + len(self.classes) if head_type == "cse" else len(self.labels)
+        self.dense = nn.Linear(input_dim, inner_dim)
+        self.activation_fn = utils.get_activation_fn(activation_fn)
+        self.dropout = nn.Dropout(p=pooler_dropout)
+        self.out_proj = nn.Linear(inner_dim, outputs)
+        if head_type in ("lcrf", "lcrf_ner"):
+            forbidden = forbidden_transitions(self.labels) if head_type == "lcrf_ner" else None
+            self.crf = LinearChainCRF(len(self.labels), forbidden)
+        if head_type == "cse":
+            self._register_cse_lookups()
+
+    def _register_cse_lookups(self) -> None:
+        """Per label: starts an entity (B-), continues one (I-), its class index (O = 0)."""
+        begins, insides, classes = [], [], []
+        for label in self.labels:
+            prefix, kind = split_tag(label)
+            begins.append(prefix == "B")
+            insides.append(prefix == "I")
+            classes.append(self.classes.index(kind) if kind else 0)
+        self.register_buffer("label_begins", torch.tensor(begins), persistent=False)
+        self.register_buffer("label_inside", torch.tensor(insides), persistent=False)
+        self.register_buffer("label_class", torch.tensor(classes), persistent=False)
+
+    def forward(self, features: Tensor, **kwargs) -> Tensor:
+        x = self.dropout(features)
+        x = self.activation_fn(self.dense(x))
+        return self.out_proj(self.dropout(x))
+
+    # ------------------------------------------------------------------------- loss
+
+    def word_loss(self, words: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
+        """Summed loss over the real words; `labels` (B, W) are indices into `self.labels`."""
+        words = words.float()
+        if self.head_type == "softmax":
+            return F.cross_entropy(words[mask], labels[mask], reduction="sum")
+        if self.head_type == "cse":
+            return self._cse_loss(words, labels, mask)
+        return -self.crf.log_likelihood(words, labels.clamp(min=0), mask).sum()
+
+    def _cse_loss(self, words: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
+        labels = labels.clamp(min=0)
+        starts = self.label_begins[labels]
+        inside = self.label_inside[labels]
+        classes = self.label_class[labels]
+        # An entity word is the last of its entity unless the next word continues it (I-, same
+        # class); the last real word of a sentence is followed by nothing.
+        next_continues = torch.zeros_like(starts)
+        next_continues[:, :-1] = inside[:, 1:] & (classes[:, 1:] == classes[:, :-1]) & mask[:, 1:]
+        ends = (starts | inside) & ~next_continues
+        start_loss = F.binary_cross_entropy_with_logits(
+            words[..., 0][mask], starts[mask].float(), reduction="sum"
+        )  # eq. 5
+        end_loss = F.binary_cross_entropy_with_logits(
+            words[..., 1][mask], ends[mask].float(), reduction="sum"
+        )
+        class_loss = F.cross_entropy(words[..., 2:][mask], classes[mask], reduction="sum")
+        return start_loss + end_loss + class_loss
+
+    # ------------------------------------------------------------------------- decoding
+
+    @torch.no_grad()
+    def decode(self, words: Tensor, mask: Tensor) -> List[List[str]]:
+        """The predicted label of every real word of every row."""
+        words = words.float()
+        lengths = mask.sum(dim=1).tolist()
+        if self.head_type == "softmax":
+            best = words.argmax(dim=-1).tolist()
+            return [[self.labels[i] for i in row[:n]] for row, n in zip(best, lengths)]
+        if self.head_type == "cse":
+            starts = torch.sigmoid(words[..., 0]).tolist()
+            ends = torch.sigmoid(words[..., 1]).tolist()
+            classes = torch.softmax(words[..., 2:], dim=-1).tolist()
+            return [
+                cse_decode(s[:n], e[:n], c[:n], self.classes) if n else []
+                for s, e, c, n in zip(starts, ends, classes, lengths)
+            ]
+        paths = self.crf.viterbi_decode(words, mask).tolist()
+        return [[self.labels[i] for i in row[:n]] for row, n in zip(paths, lengths)]
+
+
+class SpanExtractionHead(nn.Module):
+    """Start and end logits of an answer span per token (BERT's SQuAD head, RoBERTa's shape)."""
+
+    def __init__(
+        self, input_dim: int, inner_dim: int, activation_fn: str = "tanh", pooler_dropout: float = 0.0
+    ) -> None:
+        super().__init__()
+        self.dense = nn.Linear(input_dim, inner_dim)
+        self.activation_fn = utils.get_activation_fn(activation_fn)
+        self.dropout = nn.Dropout(p=pooler_dropout)
+        self.out_proj = nn.Linear(inner_dim, 2)
+
+    def forward(self, features: Tensor, **kwargs) -> Tensor:
+        x = self.dropout(features)
+        x = self.activation_fn(self.dense(x))
+        return self.out_proj(self.dropout(x))

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Fine-tune a pretrained encoder of the project on prepared downstream data with the stock
+# fairseq-train (fairseq's RoBERTa recipe: --restore-file ... --reset-optimizer
+# --reset-dataloader --reset-meters; Adam, polynomial decay with 6% warm-up), or train the same
+# architecture from scratch (--scratch) as the baseline. The architecture and every structure
+# option are read from the pretraining checkpoint (python -m fairseq_struct.downstream.encoder_options).
+# Defaults are seed 000's Table 2 (BERT2D): batch 16 / 10 epochs / lr 5e-5 for NER and POS,
+# 64 / 20 / 3e-5 for QA, 64 / 3 / 3e-5 for sentiment.
+set -euo pipefail
+
+usage() {
+    cat <<EOF
+usage: $(basename "$0") --data DIR --pretrained CHECKPOINT --save-dir DIR [options] [-- fairseq-train options]
+
+  --data DIR            output of python -m fairseq_struct.downstream.prepare (its task is read
+                        from DIR/finetune.json: sentiment, ner, pos or qa)
+  --pretrained FILE     a pretraining checkpoint (roberta, bert2d or bert_elmo of the project)
+  --save-dir DIR        where fine-tuned checkpoints go (checkpoint_best.pt: best validation
+                        F1 for ner, sentiment and qa; accuracy for pos)
+options:
+  --scratch             same architecture, randomly initialised (the from-scratch baseline)
+  --head H              ner/pos: softmax (default), cse, lcrf, lcrf_ner
+  --entity-fix          ner: decode with the Entity-Fix rule
+  --epochs N, --batch-size N, --lr X    override the task's defaults
+  --seed N              (default 1)
+  --cpu                 train on the CPU
+  -h, --help            show this help
+EOF
+}
+
+data="" pretrained="" save_dir="" scratch=0 head="softmax" entity_fix=0 epochs="" batch="" lr=""
+seed=1 cpu=()
+extra=()
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        -h|--help) usage; exit 0 ;;
+        --) shift; extra=("$@"); break ;;
+        --scratch) scratch=1; shift; continue ;;
+        --entity-fix) entity_fix=1; shift; continue ;;
+        --cpu) cpu=(--cpu); shift; continue ;;
+    esac
+    if [[ $# -lt 2 ]]; then echo "error: $1 needs a value" >&2; usage >&2; exit 2; fi
+    case "$1" in
+        --data) data="$2" ;;
+        --pretrained) pretrained="$2" ;;
+        --save-dir) save_dir="$2" ;;
+        --head) head="$2" ;;
+        --epochs) epochs="$2" ;;
+        --batch-size) batch="$2" ;;
+        --lr) lr="$2" ;;
+        --seed) seed="$2" ;;
+        *) echo "error: unknown argument $1" >&2; usage >&2; exit 2 ;;
+    esac
+    shift 2
+done
+if [[ -z "$data" || -z "$pretrained" || -z "$save_dir" ]]; then
+    echo "error: --data, --pretrained and --save-dir are required" >&2
+    usage >&2
+    exit 2
+fi
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="python3"
+train="fairseq-train"
+if [[ -x "$root/.venv/bin/python" ]]; then python="$root/.venv/bin/python"; fi
+if [[ -x "$root/.venv/bin/fairseq-train" ]]; then train="$root/.venv/bin/fairseq-train"; fi
+export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
+
+read -r task items max_positions < <("$python" - "$data/finetune.json" <<'EOF'
+import json, sys
+report = json.load(open(sys.argv[1], encoding="utf-8"))
+train = report["splits"]["train"]
+print(report["task"], train.get("windows", train.get("items")), report["max_positions"])
+EOF
+)
+case "$task" in
+    ner|pos) d_batch=16; d_epochs=10; d_lr=5e-5 ;;
+    qa) d_batch=64; d_epochs=20; d_lr=3e-5 ;;
+    sentiment) d_batch=64; d_epochs=3; d_lr=3e-5 ;;
+    *) echo "error: $data/finetune.json names the unknown task '$task'" >&2; exit 2 ;;
+esac
+batch="${batch:-$d_batch}"; epochs="${epochs:-$d_epochs}"; lr="${lr:-$d_lr}"
+updates=$(( (items + batch - 1) / batch * epochs ))
+warmup=$(( updates * 6 / 100 ))
+
+read -r -a encoder < <("$python" -m fairseq_struct.downstream.encoder_options "$pretrained")
+case "$task" in
+    sentiment)
+        classes=$(( $(wc -l < "$data/label/dict.txt") ))
+        task_args=(--task sentence_prediction --criterion sentence_prediction_f1
+                   --num-classes "$classes" --init-token 0 --separator-token 2
+                   --best-checkpoint-metric f1 --maximize-best-checkpoint-metric) ;;
+    ner|pos)
+        metric=f1; if [[ "$task" == pos ]]; then metric=accuracy; fi
+        task_args=(--task token_classification --criterion token_classification --head "$head"
+                   --best-checkpoint-metric "$metric" --maximize-best-checkpoint-metric)
+        if [[ "$entity_fix" == 1 ]]; then task_args+=(--entity-fix); fi ;;
+    qa)
+        task_args=(--task extractive_qa --criterion extractive_qa
+                   --best-checkpoint-metric f1 --maximize-best-checkpoint-metric) ;;
+esac
+restore=()
+if [[ "$scratch" == 0 ]]; then
+    restore=(--restore-file "$pretrained" --reset-optimizer --reset-dataloader --reset-meters)
+fi
+
+set -x
+"$train" "$data" --user-dir "$root/fairseq_struct" "${task_args[@]}" "${encoder[@]}" \
+    --max-positions "$max_positions" "${restore[@]}" \
+    --optimizer adam --adam-betas "(0.9, 0.98)" --adam-eps 1e-06 --weight-decay 0.01 \
+    --clip-norm 0.0 --lr "$lr" --lr-scheduler polynomial_decay \
+    --total-num-update "$updates" --warmup-updates "$warmup" --max-update "$updates" \
+    --batch-size "$batch" --max-epoch "$epochs" --seed "$seed" \
+    --save-dir "$save_dir" --no-epoch-checkpoints --no-last-checkpoints \
+    --num-workers 0 "${cpu[@]}" "${extra[@]}"
