@@ -1,3 +1,8 @@
 """Registered criteria."""
 
-from fairseq_struct.criterions import masked_lm_struct  # noqa: F401
+from fairseq_struct.criterions import (  # noqa: F401
+    extractive_qa,
+    masked_lm_struct,
+    sentence_prediction_f1,
+    token_classification,
+)

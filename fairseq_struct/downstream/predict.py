@@ -107,7 +107,10 @@ def predict_sentiment(model, task, cutter, report, args) -> Dict[str, Any]:
         [dictionary.bos()] + sentence_item(words, dictionary, report["max_positions"], counts)
         for words in units
     ]
-    names = task.label_dictionary.symbols[task.label_dictionary.nspecial :]
+    labels = task.label_dictionary
+    classes = model.classification_heads[SENTENCE_HEAD].out_proj.out_features
+    # The label dictionary also holds the <mask> that fairseq's task appends: not a class.
+    names = labels.symbols[labels.nspecial : labels.nspecial + classes]
     predicted: List[str] = [""] * len(items)
     for indices, batch in batches(items, args.batch_size):
         logits = features(model, padded(batch, dictionary.pad()), SENTENCE_HEAD)
@@ -201,7 +204,7 @@ def entity_scores(gold: List[List[str]], predicted: List[List[str]]) -> Dict[str
 
 
 def predict_qa(model, task, cutter, report, args) -> Dict[str, Any]:
-    examples, _ = readers.read_squad(args.input[0])
+    examples, _ = readers.read_squad(args.input[0], keep_unanswered=True)
     dictionary = task.source_dictionary
     counts = CutCounts()
     contexts: Dict[str, Any] = {}

@@ -1,3 +1,8 @@
 """Registered tasks."""
 
-from fairseq_struct.tasks import masked_lm_struct, translation_morph  # noqa: F401
+from fairseq_struct.tasks import (  # noqa: F401
+    extractive_qa,
+    masked_lm_struct,
+    token_classification,
+    translation_morph,
+)

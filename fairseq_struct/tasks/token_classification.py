@@ -1,0 +1,174 @@
+"""Token classification (NER, POS) on a pretrained encoder, with the stock `fairseq-train`.
+
+    fairseq-train data-bin/ner --user-dir fairseq_struct --task token_classification \\
+        --criterion token_classification --arch bert2d_tiny --head lcrf_ner --entity-fix \\
+        --restore-file checkpoints/bert2d/checkpoint_best.pt --reset-optimizer \\
+        --reset-dataloader --reset-meters --best-checkpoint-metric f1 \\
+        --maximize-best-checkpoint-metric ...
+
+Data: `python -m fairseq_struct.downstream.prepare ner|pos` (`input0/` token ids with `<s>` and
+`</s>`, `labels/` one label per token, `<pad>` where no word starts). Each word's label is
+predicted on its first unit (SPEC 5.4). The head (`--head softmax|cse|lcrf|lcrf_ner`) is a
+classification head of the model, so any `RobertaModel` of the project (`roberta`, `bert2d`,
+`bert_elmo`, with their relative positions or Whole-Word Attention) fine-tunes unchanged.
+Validation reports entity-level F1 (seqeval, IOB2; NER) or word accuracy (POS).
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+from fairseq.data import (
+    Dictionary,
+    IdDataset,
+    NestedDictionaryDataset,
+    NumelDataset,
+    NumSamplesDataset,
+    RightPadDataset,
+    SortDataset,
+    data_utils,
+)
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from fairseq.utils import safe_getattr
+from omegaconf import II
+
+from fairseq_struct.modules.token_classification_heads import HEAD_TYPES, TokenClassificationHead
+
+logger = logging.getLogger(__name__)
+
+FINETUNE_REPORT = "finetune.json"
+METRICS = ("auto", "entity_f1", "accuracy")
+
+
+@dataclass
+class TokenClassificationConfig(FairseqDataclass):
+    data: str = field(default="", metadata={"help": "directory of downstream.prepare ner|pos"})
+    head: ChoiceEnum(HEAD_TYPES) = field(  # type: ignore[valid-type]
+        default="softmax",
+        metadata={
+            "help": "softmax (one label per word), cse (class-start-end), lcrf (linear-chain "
+            "CRF), lcrf_ner (CRF with the learned forbidden-transition penalty of seed 002)"
+        },
+    )
+    entity_fix: bool = field(
+        default=False,
+        metadata={"help": "decode with the Entity-Fix rule (forbidden I-X take the tag before)"},
+    )
+    metric: ChoiceEnum(METRICS) = field(  # type: ignore[valid-type]
+        default="auto",
+        metadata={"help": "validation metric; auto: entity_f1 for ner data, accuracy for pos"},
+    )
+    classification_head_name: str = field(
+        default="token_classification_head", metadata={"help": "name of the model's head"}
+    )
+    max_positions: int = field(default=512, metadata={"help": "longest input in tokens"})
+    seed: int = II("common.seed")
+
+
+def read_finetune_report(data: str) -> dict:
+    path = Path(data) / FINETUNE_REPORT
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} not found: prepare the data with python -m fairseq_struct.downstream.prepare"
+        )
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@register_task("token_classification", dataclass=TokenClassificationConfig)
+class TokenClassificationTask(FairseqTask):
+    cfg: TokenClassificationConfig
+
+    def __init__(self, cfg: TokenClassificationConfig, dictionary: Dictionary, labels: Dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.label_dictionary = labels
+        report = read_finetune_report(cfg.data)
+        metric = cfg.metric
+        if metric == "auto":
+            metric = "entity_f1" if report.get("task") == "ner" else "accuracy"
+        self.metric = metric
+        if metric == "entity_f1" or cfg.head in ("cse", "lcrf_ner") or cfg.entity_fix:
+            if report.get("task") != "ner":
+                raise ValueError(
+                    f"--head {cfg.head}, --entity-fix and entity F1 need IOB-tagged NER data; "
+                    f"{cfg.data} holds {report.get('task')!r} data"
+                )
+
+    @classmethod
+    def setup_task(cls, cfg: TokenClassificationConfig, **kwargs: Any) -> "TokenClassificationTask":
+        data = Path(cfg.data)
+        dictionary = Dictionary.load(str(data / "input0" / "dict.txt"))
+        dictionary.add_symbol("<mask>")  # as masked_lm and sentence_prediction do
+        labels = Dictionary.load(str(data / "labels" / "dict.txt"))
+        logger.info("dictionary: %d types; labels: %d", len(dictionary), cls._count(labels))
+        return cls(cfg, dictionary, labels)
+
+    @staticmethod
+    def _count(labels: Dictionary) -> int:
+        return len(labels) - labels.nspecial
+
+    @property
+    def labels(self):
+        return self.label_dictionary.symbols[self.label_dictionary.nspecial :]
+
+    def build_model(self, cfg: Any, from_checkpoint: bool = False) -> Any:
+        model = super().build_model(cfg, from_checkpoint)
+        if not hasattr(model, "classification_heads"):
+            raise ValueError("token classification needs a RobertaModel (roberta, bert2d, bert_elmo)")
+        embed_dim = safe_getattr(model.args, "encoder_embed_dim", 768)
+        model.classification_heads[self.cfg.classification_head_name] = TokenClassificationHead(
+            embed_dim,
+            embed_dim,
+            self.labels,
+            self.cfg.head,
+            safe_getattr(model.args, "pooler_activation_fn", "tanh"),
+            safe_getattr(model.args, "pooler_dropout", 0.0),
+        )
+        return model
+
+    def load_dataset(self, split: str, combine: bool = False, **kwargs: Any) -> None:
+        tokens = self._load(split, "input0", self.dictionary)
+        labels = self._load(split, "labels", self.label_dictionary)
+        if len(tokens) != len(labels) or not np.array_equal(tokens.sizes, labels.sizes):
+            raise ValueError(f"{self.cfg.data}: input0/{split} and labels/{split} do not align")
+        dataset = NestedDictionaryDataset(
+            {
+                "id": IdDataset(),
+                "net_input": {
+                    "src_tokens": RightPadDataset(tokens, pad_idx=self.dictionary.pad()),
+                    "src_lengths": NumelDataset(tokens, reduce=False),
+                },
+                "target": RightPadDataset(labels, pad_idx=self.label_dictionary.pad()),
+                "nsentences": NumSamplesDataset(),
+                "ntokens": NumelDataset(tokens, reduce=True),
+            },
+            sizes=[tokens.sizes],
+        )
+        with data_utils.numpy_seed(self.cfg.seed):
+            shuffle = np.random.permutation(len(tokens))
+        self.datasets[split] = SortDataset(dataset, sort_order=[shuffle, tokens.sizes])
+
+    def _load(self, split: str, name: str, dictionary: Dictionary):
+        path = str(Path(self.cfg.data) / name / split)
+        dataset = data_utils.load_indexed_dataset(path, dictionary)
+        if dataset is None:
+            raise FileNotFoundError(f"dataset not found: {path}.bin")
+        return dataset
+
+    def max_positions(self) -> int:
+        return self.cfg.max_positions
+
+    @property
+    def source_dictionary(self) -> Dictionary:
+        return self.dictionary
+
+    @property
+    def target_dictionary(self) -> Dictionary:
+        return self.label_dictionary
+
+    def head(self, model: Any) -> Optional[TokenClassificationHead]:
+        return model.classification_heads[self.cfg.classification_head_name]
