@@ -49,6 +49,7 @@ raw_args() {  # the raw files of one task and split, as downstream.prepare and p
 units_of() { if [[ "$1" == bert_elmo ]]; then echo words; else echo pieces; fi; }
 
 step "3/5 prepare each task in the units of the pretraining runs"
+mkdir -p "$WORK/data"
 for units in $(for m in $MODELS; do units_of "$m"; done | sort -u); do
   for task in $TASKS; do
     out="$WORK/data/$units-$task"

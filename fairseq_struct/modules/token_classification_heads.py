@@ -99,16 +99,20 @@ class TokenClassificationHead(nn.Module):
             return self._cse_loss(words, labels, mask)
         return -self.crf.log_likelihood(words, labels.clamp(min=0), mask).sum()
 
-    def _cse_loss(self, words: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
+    def cse_targets(self, labels: Tensor, mask: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """(B, W) start, end and class targets of CSE (Table 4) from IOB2 label indices."""
         labels = labels.clamp(min=0)
-        starts = self.label_begins[labels]
-        inside = self.label_inside[labels]
-        classes = self.label_class[labels]
+        starts = self.label_begins[labels] & mask
+        inside = self.label_inside[labels] & mask
+        classes = self.label_class[labels].masked_fill(~mask, 0)
         # An entity word is the last of its entity unless the next word continues it (I-, same
         # class); the last real word of a sentence is followed by nothing.
         next_continues = torch.zeros_like(starts)
-        next_continues[:, :-1] = inside[:, 1:] & (classes[:, 1:] == classes[:, :-1]) & mask[:, 1:]
-        ends = (starts | inside) & ~next_continues
+        next_continues[:, :-1] = inside[:, 1:] & (classes[:, 1:] == classes[:, :-1])
+        return starts, (starts | inside) & ~next_continues, classes
+
+    def _cse_loss(self, words: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
+        starts, ends, classes = self.cse_targets(labels, mask)
         start_loss = F.binary_cross_entropy_with_logits(
             words[..., 0][mask], starts[mask].float(), reduction="sum"
         )  # eq. 5
