@@ -4,9 +4,10 @@ The loss is the head's (cross-entropy, CSE's three losses, or the CRF's negative
 log-likelihood) summed over the words of the batch, divided by the number of words. In
 validation the words are decoded (argmax, CSE decoding or Viterbi; then the Entity-Fix rule
 with `--entity-fix`) and scored:
-- NER (`entity_f1`): true-positive, predicted and gold entities counted per sentence with
-  seqeval's IOB2 entities; their sums give exactly seqeval's micro `precision`, `recall` and
-  `f1` (×100) over the whole validation set, also across GPUs;
+- NER (`entity_f1`): true-positive, predicted and gold entities counted per sentence as
+  seqeval's default (conlleval) mode finds them, the E-F1 of seed 002; their sums give exactly
+  seqeval's micro `precision`, `recall` and `f1` (×100) over the whole validation set, also
+  across GPUs (`downstream.predict` also reports the strict IOB2 F1);
 - POS (`accuracy`): words whose label is right, ×100.
 """
 

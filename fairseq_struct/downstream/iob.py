@@ -41,34 +41,33 @@ def entity_types(labels: Sequence[str]) -> List[str]:
     return list(types)
 
 
-def _continues(previous: Optional[str], kind: str) -> bool:
-    """Whether an I-`kind` may follow the tag `previous` (None: at the sentence start)."""
-    if previous is None:
+def _forbidden(previous: Optional[str], tag: str) -> bool:
+    """Whether `tag` is an I-X that may not follow `previous` (None: the sentence start)."""
+    prefix, kind = split_tag(tag)
+    if prefix != "I":
         return False
-    prefix, previous_kind = split_tag(previous)
-    return prefix != OUTSIDE and previous_kind == kind
+    if previous is None:
+        return True
+    previous_prefix, previous_kind = split_tag(previous)
+    return previous_prefix == OUTSIDE or previous_kind != kind
 
 
 def iob1_to_iob2(tags: Sequence[str]) -> List[str]:
     """IOB1 (or any IOB) tags as IOB2: an I-X that continues no X entity becomes B-X."""
     converted: List[str] = []
     for tag in tags:
-        prefix, kind = split_tag(tag)
-        if prefix == "I" and not _continues(converted[-1] if converted else None, kind):
-            tag = f"B-{kind}"
+        if _forbidden(converted[-1] if converted else None, tag):
+            tag = f"B-{split_tag(tag)[1]}"
         converted.append(tag)
     return converted
 
 
 def count_iob2_violations(tags: Sequence[str]) -> int:
     """The number of I-X tags that follow neither B-X nor I-X (or open the sentence)."""
-    violations = 0
-    for position, tag in enumerate(tags):
-        prefix, kind = split_tag(tag)
-        violations += prefix == "I" and not _continues(
-            tags[position - 1] if position else None, kind
-        )
-    return violations
+    return sum(
+        _forbidden(tags[position - 1] if position else None, tag)
+        for position, tag in enumerate(tags)
+    )
 
 
 def entity_fix(tags: Sequence[str]) -> List[str]:
@@ -78,13 +77,16 @@ def entity_fix(tags: Sequence[str]) -> List[str]:
     tag, as I- if that was B- (so after O it becomes O); an I-X opening the sentence becomes
     B-X. Table 5: I-Per O O B-Loc I-Org I-Org I-Loc -> B-Per O O B-Loc I-Loc I-Loc I-Loc.
     Valid IOB2 is returned unchanged, and the output is always valid IOB2.
+
+    The changed tags belonged to no (strict IOB2) entity, but section 4.3's conclusion that
+    E-F1 "can never decrease" does not follow: a fixed tag extends the entity before it, so a
+    correct B-LOC followed by a forbidden I-PER (gold B-LOC O) becomes a wrong B-LOC I-LOC.
     """
     fixed: List[str] = []
     for tag in tags:
-        prefix, kind = split_tag(tag)
-        if prefix == "I" and not _continues(fixed[-1] if fixed else None, kind):
+        if _forbidden(fixed[-1] if fixed else None, tag):
             if not fixed:
-                tag = f"B-{kind}"
+                tag = f"B-{split_tag(tag)[1]}"
             else:
                 previous_prefix, previous_kind = split_tag(fixed[-1])
                 tag = OUTSIDE if previous_prefix == OUTSIDE else f"I-{previous_kind}"
@@ -105,12 +107,13 @@ def cse_targets(tags: Sequence[str]) -> Tuple[List[int], List[int], List[str]]:
     starts, ends, classes = [], [], []
     for position, tag in enumerate(tags):
         prefix, kind = split_tag(tag)
-        if prefix == "I" and not _continues(tags[position - 1] if position else None, kind):
+        if _forbidden(tags[position - 1] if position else None, tag):
             raise ValueError(
                 f"tag {position} ({tag!r}) continues no {kind} entity: expected IOB2 tags"
             )
         following = tags[position + 1] if position + 1 < len(tags) else OUTSIDE
-        continued = split_tag(following)[0] == "I" and _continues(tag, split_tag(following)[1])
+        # The next tag is checked in its turn, so an I- there continues this entity.
+        continued = following.startswith("I-")
         starts.append(int(prefix == "B"))
         ends.append(int(prefix != OUTSIDE and not continued))
         classes.append(kind or OUTSIDE)

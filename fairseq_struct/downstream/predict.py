@@ -33,7 +33,7 @@ from fairseq_struct.downstream.features import (
     sentence_item,
     token_windows,
 )
-from fairseq_struct.downstream.iob import entity_fix, split_tag
+from fairseq_struct.downstream.iob import entity_fix
 from fairseq_struct.downstream.qa_answers import best_answers, window_answers
 from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter
 from fairseq_struct.eval.squad_metrics import squad_scores
@@ -182,22 +182,24 @@ def predict_tags(model, task, cutter, report, args) -> Dict[str, Any]:
 
 
 def entity_scores(gold: List[List[str]], predicted: List[List[str]]) -> Dict[str, Any]:
-    from seqeval.metrics import classification_report
+    """seqeval's entity scores: its default (conlleval) mode, which papers report, and the
+    strict IOB2 F1 (the two differ only where a prediction is not valid IOB2)."""
+    from seqeval.metrics import classification_report, f1_score
     from seqeval.scheme import IOB2
 
-    report = classification_report(
-        gold, predicted, mode="strict", scheme=IOB2, output_dict=True, zero_division=0
-    )
+    report = classification_report(gold, predicted, output_dict=True, zero_division=0)
     total = report["micro avg"]
     per_type = {
         kind: {"f1": round(100 * v["f1-score"], 2), "support": int(v["support"])}
         for kind, v in report.items()
         if kind not in ("micro avg", "macro avg", "weighted avg")
     }
+    strict = f1_score(gold, predicted, mode="strict", scheme=IOB2, zero_division=0)
     return {
         "precision": round(100 * total["precision"], 2),
         "recall": round(100 * total["recall"], 2),
         "f1": round(100 * total["f1-score"], 2),
+        "f1_strict_iob2": round(100 * strict, 2),
         "entities": int(total["support"]),
         "per_type": per_type,
     }

@@ -31,8 +31,8 @@ def forbidden_transitions(labels: Sequence[str]) -> Tensor:
     for j, (prefix_j, kind_j) in enumerate(parsed):
         if prefix_j != "I":
             continue
-        for i, (prefix_i, kind_i) in enumerate(parsed):
-            forbidden[i, j] = float(prefix_i == "O" or kind_i != kind_j)
+        for i, (_, kind_i) in enumerate(parsed):
+            forbidden[i, j] = float(kind_i != kind_j)  # O's type is "": O -> I-X is forbidden
     return forbidden
 
 

@@ -112,6 +112,8 @@ def test_parameters_and_buffer_names():
     names = {name for name, _ in crf.named_parameters()}
     assert names == {"transition_weights", "forbidden_factor", "forbidden_penalty"}
     assert torch.equal(dict(crf.named_buffers())["forbidden"], forbidden_transitions(PAPER_LABELS))
+    # F is derived from the labels, so checkpoints hold only the learned values.
+    assert set(crf.state_dict()) == names
     assert set(LinearChainCRF(5).state_dict()) == {"transition_weights"}
 
 
