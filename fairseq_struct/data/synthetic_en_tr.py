@@ -728,8 +728,64 @@ def english_clause(
     return sentence[0].upper() + sentence[1:] + ("?" if question else ".")
 
 
-def sample_pair(rng: random.Random) -> tuple[str, str]:
-    """One sentence pair (English, Turkish)."""
+@dataclass(frozen=True)
+class Clause:
+    """One sampled sentence before it is spelled out; ``sample_pair`` renders it in both languages.
+
+    Kept as structure so that labelled data (synthetic_labelled_tr) knows every word's role.
+    """
+
+    verb: Verb
+    subject: Subject
+    tense: Tense
+    negative: bool
+    question: bool
+    obj: Optional[NounPhrase] = None
+    case: Optional[Case] = None  # the case of the adverbial
+    adverbial: Optional[NounPhrase] = None
+    time: tuple[str, str] = ("", "")  # (Turkish, English) time adverb; ("", "") for none
+
+    def english(self) -> str:
+        rest_en = [self.obj.english()] if self.obj is not None else []
+        if self.adverbial is not None:
+            prep = {Case.DAT: self.verb.goal_prep, Case.ABL: self.verb.source_prep}.get(self.case)
+            if prep is None:
+                prep = self.adverbial.noun.prep
+            rest_en += [prep, self.adverbial.english()] if prep else [self.adverbial.english()]
+        if self.time[1]:
+            rest_en.append(self.time[1])
+        return english_clause(
+            self.subject, self.verb, self.tense, self.negative, self.question, rest_en
+        )
+
+    def turkish_constituents(self) -> list[tuple[str, list[str]]]:
+        """The Turkish words in order, grouped by role: time, subject, object, adverbial, verb.
+
+        Turkish order: time, subject, definite object, adverbial, indefinite object (right before
+        the verb), verb. Roles without words (a dropped pronoun subject) are left out.
+        """
+        parts = [("time", self.time[0].split())]
+        if self.subject.noun_phrase is not None:
+            parts.append(("subject", self.subject.noun_phrase.turkish(Case.NOM)))
+        if self.obj is not None and self.obj.definite:
+            parts.append(("object", self.obj.turkish(Case.ACC)))
+        if self.adverbial is not None:
+            parts.append(("adverbial", self.adverbial.turkish(self.case)))
+        if self.obj is not None and not self.obj.definite:
+            parts.append(("object", self.obj.turkish(Case.NOM)))
+        verb_words = conjugate(
+            self.verb, self.tense, self.subject.person, self.negative, self.question
+        )
+        parts.append(("verb", verb_words))
+        return [(role, words) for role, words in parts if words]
+
+    def turkish(self) -> str:
+        words = [word for _, part in self.turkish_constituents() for word in part]
+        return capitalize_tr(" ".join(words)) + ("?" if self.question else ".")
+
+
+def sample_clause(rng: random.Random) -> Clause:
+    """One clause, drawn in a fixed order of ``rng`` calls (the corpus of a seed depends on it)."""
     verb = rng.choice(VERBS)
     subject = sample_subject(rng, verb)
     tense = rng.choice(list(Tense))
@@ -748,30 +804,14 @@ def sample_pair(rng: random.Random) -> tuple[str, str]:
         # only people come in the plural as adverbials: "to the children", not "in the gardens"
         people_only = all(noun in PEOPLE for noun in pool)
         adverbial = sample_noun_phrase(rng, pool, allow_plural=people_only, exclude=subject_noun)
+    time = rng.choice(TIME_ADVERBS[tense]) if rng.random() < 0.3 else ("", "")
+    return Clause(verb, subject, tense, negative, question, obj, case, adverbial, time)
 
-    rest_en = [obj.english()] if obj is not None else []
-    if adverbial is not None:
-        prep = {Case.DAT: verb.goal_prep, Case.ABL: verb.source_prep}.get(case)
-        if prep is None:
-            prep = adverbial.noun.prep
-        rest_en += [prep, adverbial.english()] if prep else [adverbial.english()]
-    time_tr, time_en = rng.choice(TIME_ADVERBS[tense]) if rng.random() < 0.3 else ("", "")
-    if time_en:
-        rest_en.append(time_en)
-    english = english_clause(subject, verb, tense, negative, question, rest_en)
 
-    # time, subject, definite object, adverbial, indefinite object (right before the verb), verb
-    turkish = time_tr.split()
-    if subject.noun_phrase is not None:
-        turkish += subject.noun_phrase.turkish(Case.NOM)
-    if obj is not None and obj.definite:
-        turkish += obj.turkish(Case.ACC)
-    if adverbial is not None:
-        turkish += adverbial.turkish(case)
-    if obj is not None and not obj.definite:
-        turkish += obj.turkish(Case.NOM)
-    turkish += conjugate(verb, tense, subject.person, negative, question)
-    return english, capitalize_tr(" ".join(turkish)) + ("?" if question else ".")
+def sample_pair(rng: random.Random) -> tuple[str, str]:
+    """One sentence pair (English, Turkish)."""
+    clause = sample_clause(rng)
+    return clause.english(), clause.turkish()
 
 
 def generate_corpus(n: int, seed: int) -> list[tuple[str, str]]:
