@@ -180,14 +180,17 @@ def _tag_labels(train_tags: List[List[str]], ner: bool) -> List[str]:
     return ["O"] + [f"{prefix}-{kind}" for kind in types for prefix in ("B", "I")]
 
 
-def _check_known(split: str, items: list, labels_of, known: Sequence[str]) -> None:
+def _check_known(split: str, items: list, labels_of, known: Sequence[str], source=None) -> None:
+    """Every label of `items` must be one of the training split's; `source(item)` is the item
+    that knows its file and lines (default: the item itself)."""
     allowed = set(known)
     for item in items:
         for position, label in enumerate(labels_of(item)):
             if label not in allowed:
+                where = _location(source(item) if source else item, position)
                 raise readers.DownstreamDataError(
-                    f"{_location(item, position)}: label {label!r} of the {split} split never "
-                    f"occurs in the training split (known: {', '.join(known)})"
+                    f"{where}: label {label!r} of the {split} split never occurs in the "
+                    f"training split (known: {', '.join(known)})"
                 )
 
 
@@ -227,7 +230,7 @@ def _write_tagging(data, cutter, dictionary, args, report) -> List[str]:
     save_dictionary(label_dict, args.out_dir / "labels" / "dict.txt")
     for split, sentences in data.items():
         indexed = list(zip(sentences, tags[split]))
-        _check_known(split, indexed, lambda pair: pair[1], labels)
+        _check_known(split, indexed, lambda pair: pair[1], labels, lambda pair: pair[0])
         counts = CutCounts()
         units = cutter.cut([sentence.words for sentence in sentences])
         windows = [
