@@ -20,6 +20,9 @@ DIRECT_DEPENDENCIES = (
     "scipy",
     "Morfessor",
     "matplotlib",
+    "seqeval",
+    "conllu",
+    "deepsig",
 )
 
 
@@ -40,6 +43,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["fairseq_struct", "fairseq_struct.*"]),
+    # The probe files of seed 001 ship with the package (python -m fairseq_struct.eval.probes).
+    package_data={"fairseq_struct.eval": ["probes_*.txt"]},
     install_requires=pinned(DIRECT_DEPENDENCIES),
     extras_require={"test": pinned(("pytest",))},
 )

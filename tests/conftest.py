@@ -192,9 +192,22 @@ def _prepare_mlm(root: Path, name: str, *options: str) -> Path:
     out = root / name
     env = dict(os.environ, PATH=f"{Path(venv_tool('python')).parent}:{os.environ['PATH']}")
     result = subprocess.run(
-        ["bash", str(REPO_ROOT / "scripts" / "prepare-mlm.sh"), "--train", str(root / "train.txt"),
-         "--valid", str(root / "valid.txt"), "--out", str(out), *options],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            "bash",
+            str(REPO_ROOT / "scripts" / "prepare-mlm.sh"),
+            "--train",
+            str(root / "train.txt"),
+            "--valid",
+            str(root / "valid.txt"),
+            "--out",
+            str(out),
+            *options,
+        ],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return out
@@ -213,14 +226,23 @@ def pretraining_text(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def pieces_bpe(pretraining_text) -> Path:
-    return _prepare_mlm(pretraining_text, "pieces-bpe", "--units", "pieces", "--mode", "bpe",
-                        "--vocab-size", "400")
+    return _prepare_mlm(
+        pretraining_text, "pieces-bpe", "--units", "pieces", "--mode", "bpe", "--vocab-size", "400"
+    )
 
 
 @pytest.fixture(scope="session")
 def pieces_morph(pretraining_text) -> Path:
-    return _prepare_mlm(pretraining_text, "pieces-morph", "--units", "pieces", "--mode", "morph",
-                        "--vocab-size", "400")
+    return _prepare_mlm(
+        pretraining_text,
+        "pieces-morph",
+        "--units",
+        "pieces",
+        "--mode",
+        "morph",
+        "--vocab-size",
+        "400",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -232,9 +254,12 @@ def words(pretraining_text) -> Path:
 def pretrained_bert2d(pieces_bpe, tmp_path_factory) -> Path:
     save_dir = tmp_path_factory.mktemp("bert2d")
     run_tool(
-        [venv_tool("fairseq-train"),
-         *tiny_mlm_train_args(pieces_bpe, save_dir, 30, "--arch", "bert2d_tiny",
-                              "--relative-positions", "4")],
+        [
+            venv_tool("fairseq-train"),
+            *tiny_mlm_train_args(
+                pieces_bpe, save_dir, 30, "--arch", "bert2d_tiny", "--relative-positions", "4"
+            ),
+        ],
         cwd=save_dir,
     )
     return save_dir / "checkpoint_last.pt"

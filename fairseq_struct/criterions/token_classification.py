@@ -31,7 +31,9 @@ def word_labels(sample: Dict[str, Any], nspecial: int, pad: int) -> Tuple[Any, A
     return word_mask, (target - nspecial).masked_fill(~word_mask, -1)
 
 
-def decoded_labels(head: Any, words: torch.Tensor, mask: torch.Tensor, fix: bool) -> List[List[str]]:
+def decoded_labels(
+    head: Any, words: torch.Tensor, mask: torch.Tensor, fix: bool
+) -> List[List[str]]:
     predictions = head.decode(words, mask)
     return [entity_fix(tags) for tags in predictions] if fix else predictions
 

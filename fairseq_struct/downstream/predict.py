@@ -61,8 +61,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def load(checkpoint: Path, data: Optional[str]) -> Tuple[Any, Any, Dict[str, Any]]:
     """The fine-tuned model (eval mode), its task and the data directory's finetune.json."""
-    import fairseq_struct  # noqa: F401  (registers the tasks, models and the safe globals)
     from fairseq import checkpoint_utils
+
+    import fairseq_struct  # noqa: F401  (registers the tasks, models and the safe globals)
 
     overrides = {"data": data} if data else {}
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
@@ -99,7 +100,9 @@ def features(model: Any, tokens: torch.Tensor, head: str) -> torch.Tensor:
 
 
 def predict_sentiment(model, task, cutter, report, args) -> Dict[str, Any]:
-    examples, _ = readers.read_classification(args.input, labels=args.labels, tab_separated=args.tsv)
+    examples, _ = readers.read_classification(
+        args.input, labels=args.labels, tab_separated=args.tsv
+    )
     dictionary = task.source_dictionary
     counts = CutCounts()
     units = cutter.cut([example.text.split() for example in examples])
@@ -215,7 +218,9 @@ def predict_qa(model, task, cutter, report, args) -> Dict[str, Any]:
     for example, question_units in zip(examples, questions):
         if example.context not in contexts:
             contexts[example.context] = cut_context(example.context, cutter, dictionary, counts)
-        question_ids = encode_units([u for word in question_units for u in word], dictionary, counts)
+        question_ids = encode_units(
+            [u for word in question_units for u in word], dictionary, counts
+        )
         for feature in qa_features(
             str(example.id),
             question_ids,

@@ -43,7 +43,6 @@ from fairseq_struct.downstream.binarize import (
     write_dataset,
 )
 from fairseq_struct.downstream.features import (
-    IGNORED_LABEL,
     CutCounts,
     cut_context,
     encode_units,
@@ -101,9 +100,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     )
     parser.add_argument("--max-length", type=int, default=384, help="qa: tokens per window")
     parser.add_argument("--doc-stride", type=int, default=128, help="qa: units between windows")
-    parser.add_argument(
-        "--max-query-length", type=int, default=64, help="qa: question units kept"
-    )
+    parser.add_argument("--max-query-length", type=int, default=64, help="qa: question units kept")
     parser.add_argument("--workers", type=int, default=1, help="morphological segmentation")
     args = parser.parse_args(argv)
     if args.valid is None and not 0.0 < args.valid_fraction < 1.0:
@@ -134,7 +131,9 @@ def _carve_valid(items: list, task: str, fraction: float, seed: int) -> Tuple[li
         contexts = sorted({item.context for item in items})
         random.Random(seed).shuffle(contexts)
         chosen = set(contexts[: max(1, round(fraction * len(contexts)))])
-        return [i for i in items if i.context not in chosen], [i for i in items if i.context in chosen]
+        return [i for i in items if i.context not in chosen], [
+            i for i in items if i.context in chosen
+        ]
     order = list(range(len(items)))
     random.Random(seed).shuffle(order)
     chosen = set(order[: max(1, round(fraction * len(items)))])
@@ -220,9 +219,11 @@ def _write_sentiment(data, cutter, dictionary, args, report) -> List[str]:
 def _write_tagging(data, cutter, dictionary, args, report) -> List[str]:
     ner = args.task == "ner"
     tags = {
-        split: _ner_tags(split, sentences, report["splits"][split])
-        if ner
-        else [list(sentence.tags) for sentence in sentences]
+        split: (
+            _ner_tags(split, sentences, report["splits"][split])
+            if ner
+            else [list(sentence.tags) for sentence in sentences]
+        )
         for split, sentences in data.items()
     }
     labels = _tag_labels(tags["train"], ner)
@@ -288,7 +289,9 @@ def _write_qa(data, cutter, dictionary, args, report) -> List[str]:
             ):
                 feature.metadata["context"] = context_index
                 features.append(feature)
-        write_dataset(args.out_dir / "input0" / split, (f.tokens for f in features), len(dictionary))
+        write_dataset(
+            args.out_dir / "input0" / split, (f.tokens for f in features), len(dictionary)
+        )
         write_dataset(args.out_dir / "spans" / split, ([f.start, f.end] for f in features), 2)
         atomic_write_json(
             args.out_dir / f"{split}.qa.json",
@@ -320,7 +323,12 @@ def _write_qa(data, cutter, dictionary, args, report) -> List[str]:
     return []
 
 
-WRITERS = {"sentiment": _write_sentiment, "ner": _write_tagging, "pos": _write_tagging, "qa": _write_qa}
+WRITERS = {
+    "sentiment": _write_sentiment,
+    "ner": _write_tagging,
+    "pos": _write_tagging,
+    "qa": _write_qa,
+}
 
 
 def prepare(args: argparse.Namespace) -> Dict[str, object]:

@@ -358,9 +358,7 @@ def _one(block: _Block, path: str, key: str, required: bool = True) -> Optional[
         )
     if not values:
         if required:
-            raise ProbeError(
-                f"{path}:{block.line}: [{block.kind} {block.name}] has no {key}: line"
-            )
+            raise ProbeError(f"{path}:{block.line}: [{block.kind} {block.name}] has no {key}: line")
         return None
     return values[0]
 
@@ -889,9 +887,9 @@ def tables(results: Dict[str, Any]) -> str:
 def load_encoder(
     checkpoint: PathLike, data: PathLike, layer: int, second_segment: Optional[str]
 ) -> Tuple[ContextEncoder, str]:
-    import fairseq_struct  # noqa: F401  (registers the models, tasks and safe globals)
     from fairseq import checkpoint_utils
 
+    import fairseq_struct  # noqa: F401  (registers the models, tasks and safe globals)
     from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter
 
     units = PretrainingUnits.from_data_dir(data)

@@ -148,7 +148,11 @@ class SpanExtractionHead(nn.Module):
     """Start and end logits of an answer span per token (BERT's SQuAD head, RoBERTa's shape)."""
 
     def __init__(
-        self, input_dim: int, inner_dim: int, activation_fn: str = "tanh", pooler_dropout: float = 0.0
+        self,
+        input_dim: int,
+        inner_dim: int,
+        activation_fn: str = "tanh",
+        pooler_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         self.dense = nn.Linear(input_dim, inner_dim)

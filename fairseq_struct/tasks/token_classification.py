@@ -118,7 +118,9 @@ class TokenClassificationTask(FairseqTask):
     def build_model(self, cfg: Any, from_checkpoint: bool = False) -> Any:
         model = super().build_model(cfg, from_checkpoint)
         if not hasattr(model, "classification_heads"):
-            raise ValueError("token classification needs a RobertaModel (roberta, bert2d, bert_elmo)")
+            raise ValueError(
+                "token classification needs a RobertaModel (roberta, bert2d, bert_elmo)"
+            )
         embed_dim = safe_getattr(model.args, "encoder_embed_dim", 768)
         model.classification_heads[self.cfg.classification_head_name] = TokenClassificationHead(
             embed_dim,

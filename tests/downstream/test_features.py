@@ -29,7 +29,13 @@ def test_labels_land_on_the_first_unit_of_each_word():
         dictionary.index(u) for u in ["▁Ali", "▁Ank", "ara", "'", "da", "▁."]
     ] + [dictionary.eos()]
     assert window.labels == [
-        IGNORED_LABEL, "B-PER", "B-LOC", IGNORED_LABEL, IGNORED_LABEL, IGNORED_LABEL, "O",
+        IGNORED_LABEL,
+        "B-PER",
+        "B-LOC",
+        IGNORED_LABEL,
+        IGNORED_LABEL,
+        IGNORED_LABEL,
+        "O",
         IGNORED_LABEL,
     ]
     assert (window.first_word, window.words) == (0, 3)
@@ -78,7 +84,9 @@ def test_qa_windows_move_by_the_stride_and_point_at_the_answer_or_at_bos():
     dictionary = dictionary_of("q", "c")
     context = CutContext([dictionary.index("c")] * 10, [(i, i + 1) for i in range(10)])
     counts = CutCounts()
-    features = qa_features("7", [dictionary.index("q")], context, (6, 8), dictionary, 9, 3, 64, counts)
+    features = qa_features(
+        "7", [dictionary.index("q")], context, (6, 8), dictionary, 9, 3, 64, counts
+    )
     # <s> q </s> = 3 tokens, then 5 context units and </s>: windows start at units 0, 3, 6
     assert [f.unit_spans[0][0] for f in features] == [0, 3, 6]
     assert [(f.start, f.end) for f in features] == [(0, 0), (6, 7), (3, 4)]

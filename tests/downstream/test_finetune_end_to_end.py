@@ -17,8 +17,23 @@ from seqeval.scheme import IOB2
 from fairseq_struct.downstream.encoder_options import encoder_arguments, model_config
 from tests.conftest import REPO_ROOT, run_tool, venv_tool
 
-PEOPLE = ("çocuk", "öğretmen", "doktor", "öğrenci", "arkadaş", "komşu", "misafir", "hemşire",
-          "şoför", "kadın", "adam", "kız", "polis", "anne", "baba")
+PEOPLE = (
+    "çocuk",
+    "öğretmen",
+    "doktor",
+    "öğrenci",
+    "arkadaş",
+    "komşu",
+    "misafir",
+    "hemşire",
+    "şoför",
+    "kadın",
+    "adam",
+    "kız",
+    "polis",
+    "anne",
+    "baba",
+)
 
 
 def _tag(word: str) -> str:
@@ -35,26 +50,72 @@ def test_fine_tuning_a_pretrained_encoder_learns_and_predicts_in_the_input_forma
 ):
     from fairseq_struct.data.synthetic_en_tr import generate_corpus
 
-    sentences = [tr.replace(".", " .").replace("?", " ?").split() for _, tr in generate_corpus(460, 5)]
+    sentences = [
+        tr.replace(".", " .").replace("?", " ?").split() for _, tr in generate_corpus(460, 5)
+    ]
     _write_conll(tmp_path / "train.conll", sentences[:400])
     _write_conll(tmp_path / "valid.conll", sentences[400:])
     python = venv_tool("python")
-    run_tool([python, "-m", "fairseq_struct.downstream.prepare", "ner", "--pretraining-data",
-              str(pieces_bpe), "--train", str(tmp_path / "train.conll"), "--valid",
-              str(tmp_path / "valid.conll"), "--max-positions", "48", "--out-dir",
-              str(tmp_path / "data")], cwd=tmp_path)
+    run_tool(
+        [
+            python,
+            "-m",
+            "fairseq_struct.downstream.prepare",
+            "ner",
+            "--pretraining-data",
+            str(pieces_bpe),
+            "--train",
+            str(tmp_path / "train.conll"),
+            "--valid",
+            str(tmp_path / "valid.conll"),
+            "--max-positions",
+            "48",
+            "--out-dir",
+            str(tmp_path / "data"),
+        ],
+        cwd=tmp_path,
+    )
     env = dict(os.environ, PATH=f"{Path(python).parent}:{os.environ['PATH']}", OMP_NUM_THREADS="1")
     result = subprocess.run(
-        ["bash", str(REPO_ROOT / "scripts" / "finetune.sh"), "--data", str(tmp_path / "data"),
-         "--pretrained", str(pretrained_bert2d), "--save-dir", str(tmp_path / "ckpt"), "--cpu",
-         "--head", "lcrf_ner", "--entity-fix", "--epochs", "3", "--lr", "1e-3"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900,
+        [
+            "bash",
+            str(REPO_ROOT / "scripts" / "finetune.sh"),
+            "--data",
+            str(tmp_path / "data"),
+            "--pretrained",
+            str(pretrained_bert2d),
+            "--save-dir",
+            str(tmp_path / "ckpt"),
+            "--cpu",
+            "--head",
+            "lcrf_ner",
+            "--entity-fix",
+            "--epochs",
+            "3",
+            "--lr",
+            "1e-3",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Loaded checkpoint " + str(pretrained_bert2d) in result.stderr + result.stdout
-    run_tool([python, "-m", "fairseq_struct.downstream.predict", str(tmp_path / "ckpt" /
-              "checkpoint_best.pt"), "--input", str(tmp_path / "valid.conll"), "--out-dir",
-              str(tmp_path / "out")], cwd=tmp_path)
+    run_tool(
+        [
+            python,
+            "-m",
+            "fairseq_struct.downstream.predict",
+            str(tmp_path / "ckpt" / "checkpoint_best.pt"),
+            "--input",
+            str(tmp_path / "valid.conll"),
+            "--out-dir",
+            str(tmp_path / "out"),
+        ],
+        cwd=tmp_path,
+    )
 
     original = (tmp_path / "valid.conll").read_text(encoding="utf-8").splitlines()
     predicted = (tmp_path / "out" / "predictions.conll").read_text(encoding="utf-8").splitlines()

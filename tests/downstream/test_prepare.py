@@ -2,7 +2,6 @@
 
 import json
 
-import pytest
 from fairseq.data import Dictionary, data_utils
 
 from fairseq_struct.downstream.prepare import main
@@ -10,8 +9,18 @@ from fairseq_struct.downstream.prepare import main
 
 def _run(task, run, tmp_path, *options):
     out = tmp_path / "out"
-    code = main([task, "--pretraining-data", str(run), "--out-dir", str(out), "--max-positions", "32",
-                 *map(str, options)])
+    code = main(
+        [
+            task,
+            "--pretraining-data",
+            str(run),
+            "--out-dir",
+            str(out),
+            "--max-positions",
+            "32",
+            *map(str, options),
+        ]
+    )
     return code, out
 
 
@@ -26,8 +35,15 @@ def test_ner_labels_align_with_tokens_and_new_words_extend_the_words_dictionary(
         "Öğretmen\tB-PER\nBüyükköyzz'de\tB-LOC\nuyudu\tO\n.\tO\n\nKedi\tO\nuyudu\tO\n", "utf-8"
     )
     (tmp_path / "valid.conll").write_text("Doktor\tB-PER\ngeldi\tO\n", "utf-8")
-    code, out = _run("ner", words, tmp_path, "--train", tmp_path / "train.conll",
-                     "--valid", tmp_path / "valid.conll")
+    code, out = _run(
+        "ner",
+        words,
+        tmp_path,
+        "--train",
+        tmp_path / "train.conll",
+        "--valid",
+        tmp_path / "valid.conll",
+    )
     assert code == 0
     report = json.loads((out / "finetune.json").read_text())
     assert report["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
@@ -38,33 +54,64 @@ def test_ner_labels_align_with_tokens_and_new_words_extend_the_words_dictionary(
     first = [tokens_dict[i] for i in tokens[0]]
     assert first == ["<s>", "Öğretmen", "Büyükköyzz", "'", "de", "uyudu", ".", "</s>"]
     assert [labels_dict[i] for i in labels[0]] == [
-        "<pad>", "B-PER", "B-LOC", "<pad>", "<pad>", "O", "O", "<pad>"]
+        "<pad>",
+        "B-PER",
+        "B-LOC",
+        "<pad>",
+        "<pad>",
+        "O",
+        "O",
+        "<pad>",
+    ]
     pretraining = Dictionary.load(str(words / "dict.txt"))
     assert tokens_dict.symbols[: len(pretraining)] == pretraining.symbols  # ids unchanged
-    assert "Büyükköyzz" in tokens_dict.symbols[len(pretraining):]  # a new word: its own id
+    assert "Büyükköyzz" in tokens_dict.symbols[len(pretraining) :]  # a new word: its own id
 
 
-def test_a_label_the_training_split_never_has_is_an_error_naming_file_and_line(words, tmp_path, capsys):
+def test_a_label_the_training_split_never_has_is_an_error_naming_file_and_line(
+    words, tmp_path, capsys
+):
     (tmp_path / "train.conll").write_text("Ali\tB-PER\ngeldi\tO\n", "utf-8")
     (tmp_path / "valid.conll").write_text("Ali\tB-PER\n\nAnkara\tB-LOC\n", "utf-8")
-    code, _ = _run("ner", words, tmp_path, "--train", tmp_path / "train.conll",
-                   "--valid", tmp_path / "valid.conll")
+    code, _ = _run(
+        "ner",
+        words,
+        tmp_path,
+        "--train",
+        tmp_path / "train.conll",
+        "--valid",
+        tmp_path / "valid.conll",
+    )
     assert code == 1
     assert f"{tmp_path / 'valid.conll'}:3: label 'B-LOC'" in capsys.readouterr().err
 
 
 def test_a_tag_that_is_not_iob_is_an_error_naming_file_and_line(words, tmp_path, capsys):
     (tmp_path / "train.conll").write_text("Ali\tPERSON\ngeldi\tO\n", "utf-8")
-    code, _ = _run("ner", words, tmp_path, "--train", tmp_path / "train.conll",
-                   "--valid", tmp_path / "train.conll")
+    code, _ = _run(
+        "ner",
+        words,
+        tmp_path,
+        "--train",
+        tmp_path / "train.conll",
+        "--valid",
+        tmp_path / "train.conll",
+    )
     assert code == 1
     assert f"{tmp_path / 'train.conll'}:1: tag 'PERSON' is not IOB" in capsys.readouterr().err
 
 
 def test_iob1_entity_starts_are_repaired_and_counted(words, tmp_path):
     (tmp_path / "train.conll").write_text("Ali\tI-PER\nVeli\tI-PER\ngeldi\tO\n", "utf-8")
-    code, out = _run("ner", words, tmp_path, "--train", tmp_path / "train.conll",
-                     "--valid", tmp_path / "train.conll")
+    code, out = _run(
+        "ner",
+        words,
+        tmp_path,
+        "--train",
+        tmp_path / "train.conll",
+        "--valid",
+        tmp_path / "train.conll",
+    )
     assert code == 0
     report = json.loads((out / "finetune.json").read_text())
     assert report["splits"]["train"]["iob1_starts_repaired"] == 1
@@ -75,29 +122,63 @@ def test_iob1_entity_starts_are_repaired_and_counted(words, tmp_path):
 def test_sentiment_uses_fairseqs_sentence_prediction_layout(words, tmp_path):
     (tmp_path / "t.olumlu").write_text("kedi uyudu .\n\nçocuk geldi .\n", "utf-8")
     (tmp_path / "t.olumsuz").write_text("kedi uyumadı .\n", "utf-8")
-    code, out = _run("sentiment", words, tmp_path, "--train", tmp_path / "t.olumlu",
-                     tmp_path / "t.olumsuz", "--valid", tmp_path / "t.olumsuz")
+    code, out = _run(
+        "sentiment",
+        words,
+        tmp_path,
+        "--train",
+        tmp_path / "t.olumlu",
+        tmp_path / "t.olumsuz",
+        "--valid",
+        tmp_path / "t.olumsuz",
+    )
     assert code == 0
     tokens_dict, tokens = _items(out, "input0", "train")
     label_dict, labels = _items(out, "label", "train")
-    assert [tokens_dict[i] for i in tokens[0]] == ["kedi", "uyudu", ".", "</s>"]  # <s>: --init-token
+    assert [tokens_dict[i] for i in tokens[0]] == [
+        "kedi",
+        "uyudu",
+        ".",
+        "</s>",
+    ]  # <s>: --init-token
     assert [[label_dict[i] for i in item] for item in labels] == [
-        ["olumlu", "</s>"], ["olumlu", "</s>"], ["olumsuz", "</s>"]]
+        ["olumlu", "</s>"],
+        ["olumlu", "</s>"],
+        ["olumsuz", "</s>"],
+    ]
     report = json.loads((out / "finetune.json").read_text())
     assert report["splits"]["train"]["read"]["skipped"] == {"empty line": 1}
 
 
-def test_qa_windows_point_at_the_answer_and_a_carved_valid_split_keeps_contexts_whole(words, tmp_path):
+def test_qa_windows_point_at_the_answer_and_a_carved_valid_split_keeps_contexts_whole(
+    words, tmp_path
+):
     paragraphs = [
-        {"context": f"Kedi {i}. bahçede uyudu . Çocuk okula gitti .",
-         "qas": [{"id": f"{i}a", "question": "Kedi nerede uyudu ?",
-                  "answers": [{"text": "bahçede", "answer_start": str(len(f"Kedi {i}. "))}]},
-                 {"id": f"{i}b", "question": "Çocuk nereye gitti ?",
-                  "answers": [{"text": "okula", "answer_start": len(f"Kedi {i}. bahçede uyudu . Çocuk ")}]}]}
+        {
+            "context": f"Kedi {i}. bahçede uyudu . Çocuk okula gitti .",
+            "qas": [
+                {
+                    "id": f"{i}a",
+                    "question": "Kedi nerede uyudu ?",
+                    "answers": [{"text": "bahçede", "answer_start": str(len(f"Kedi {i}. "))}],
+                },
+                {
+                    "id": f"{i}b",
+                    "question": "Çocuk nereye gitti ?",
+                    "answers": [
+                        {"text": "okula", "answer_start": len(f"Kedi {i}. bahçede uyudu . Çocuk ")}
+                    ],
+                },
+            ],
+        }
         for i in range(10)
     ]
-    (tmp_path / "qa.json").write_text(json.dumps({"data": [{"title": "t", "paragraphs": paragraphs}]}))
-    code, out = _run("qa", words, tmp_path, "--train", tmp_path / "qa.json", "--valid-fraction", "0.2")
+    (tmp_path / "qa.json").write_text(
+        json.dumps({"data": [{"title": "t", "paragraphs": paragraphs}]})
+    )
+    code, out = _run(
+        "qa", words, tmp_path, "--train", tmp_path / "qa.json", "--valid-fraction", "0.2"
+    )
     assert code == 0
     train = json.loads((out / "train.qa.json").read_text())
     valid = json.loads((out / "valid.qa.json").read_text())
@@ -110,14 +191,36 @@ def test_qa_windows_point_at_the_answer_and_a_carved_valid_split_keeps_contexts_
         question = train["questions"][feature["question"]]
         context = train["contexts"][question["context"]]
         first, last = start - feature["context_offset"], end - feature["context_offset"]
-        assert context[feature["spans"][first][0]: feature["spans"][last][1]] == question["answers"][0]
+        assert (
+            context[feature["spans"][first][0] : feature["spans"][last][1]]
+            == question["answers"][0]
+        )
         assert tokens[index][0] == tokens_dict.bos()
 
 
 def test_an_answer_at_the_wrong_offset_names_the_question(words, tmp_path, capsys):
-    data = {"data": [{"title": "t", "paragraphs": [{"context": "Kedi bahçede uyudu .", "qas": [
-        {"id": 42, "question": "Kedi nerede uyudu ?", "answers": [{"text": "bahçede", "answer_start": "4"}]}]}]}]}
+    data = {
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [
+                    {
+                        "context": "Kedi bahçede uyudu .",
+                        "qas": [
+                            {
+                                "id": 42,
+                                "question": "Kedi nerede uyudu ?",
+                                "answers": [{"text": "bahçede", "answer_start": "4"}],
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
     (tmp_path / "qa.json").write_text(json.dumps(data))
-    code, _ = _run("qa", words, tmp_path, "--train", tmp_path / "qa.json", "--valid", tmp_path / "qa.json")
+    code, _ = _run(
+        "qa", words, tmp_path, "--train", tmp_path / "qa.json", "--valid", tmp_path / "qa.json"
+    )
     assert code == 1
     assert "42" in capsys.readouterr().err

@@ -29,8 +29,12 @@ def test_the_best_span_respects_order_length_and_the_context():
 
 
 def test_answer_text_is_cut_from_the_context_by_the_unit_spans():
-    window = {"context": "Fas (Fez) şehrinde büyüdü.", "context_offset": 3,
-              "spans": [(0, 3), (4, 9), (10, 18), (19, 25), (25, 26)], "question": "q1"}
+    window = {
+        "context": "Fas (Fez) şehrinde büyüdü.",
+        "context_offset": 3,
+        "spans": [(0, 3), (4, 9), (10, 18), (19, 25), (25, 26)],
+        "question": "q1",
+    }
     assert answer_text(window, 3, 5) == "Fas (Fez) şehrinde"
     assert answer_text(window, 6, 7) == "büyüdü."
     assert answer_text(window, 1, 2) == ""  # a span in the question is no answer
@@ -49,13 +53,26 @@ def test_a_question_is_answered_by_its_best_window():
 def test_em_and_f1_are_computed_over_the_whole_validation_run():
     with metrics.aggregate(new_root=True) as aggregator:
         ExtractiveQACriterion.reduce_metrics(
-            [{"loss": 1.0, "sample_size": 2,
-              "answers": [("q1", 1.0, "Afrikalı Leo", ["Afrikalı Leo"]),
-                          ("q2", 2.0, "bir şehir", ["Fas (Fez) şehrinde"])]}]
+            [
+                {
+                    "loss": 1.0,
+                    "sample_size": 2,
+                    "answers": [
+                        ("q1", 1.0, "Afrikalı Leo", ["Afrikalı Leo"]),
+                        ("q2", 2.0, "bir şehir", ["Fas (Fez) şehrinde"]),
+                    ],
+                }
+            ]
         )
         # The second batch holds a better window of q2: it replaces the first answer.
         ExtractiveQACriterion.reduce_metrics(
-            [{"loss": 1.0, "sample_size": 1, "answers": [("q2", 5.0, "Fas", ["Fas (Fez) şehrinde"])]}]
+            [
+                {
+                    "loss": 1.0,
+                    "sample_size": 1,
+                    "answers": [("q2", 5.0, "Fas", ["Fas (Fez) şehrinde"])],
+                }
+            ]
         )
         values = aggregator.get_smoothed_values()
     # q1: EM 1, F1 1; q2: "fas" vs "fas fez şehrinde": P 1, R 1/3, F1 0.5
@@ -73,12 +90,26 @@ def test_the_answers_meter_survives_a_state_dict_round_trip():
 
 def test_sentence_f1_is_the_macro_f1_of_the_summed_class_counts():
     logs = [
-        {"loss": 0.0, "ntokens": 1, "nsentences": 4, "sample_size": 4, "ncorrect": 3,
-         "class_tp": torch.tensor([2, 1]), "class_fp": torch.tensor([1, 0]),
-         "class_fn": torch.tensor([0, 1])},
-        {"loss": 0.0, "ntokens": 1, "nsentences": 2, "sample_size": 2, "ncorrect": 1,
-         "class_tp": torch.tensor([0, 1]), "class_fp": torch.tensor([0, 1]),
-         "class_fn": torch.tensor([1, 0])},
+        {
+            "loss": 0.0,
+            "ntokens": 1,
+            "nsentences": 4,
+            "sample_size": 4,
+            "ncorrect": 3,
+            "class_tp": torch.tensor([2, 1]),
+            "class_fp": torch.tensor([1, 0]),
+            "class_fn": torch.tensor([0, 1]),
+        },
+        {
+            "loss": 0.0,
+            "ntokens": 1,
+            "nsentences": 2,
+            "sample_size": 2,
+            "ncorrect": 1,
+            "class_tp": torch.tensor([0, 1]),
+            "class_fp": torch.tensor([0, 1]),
+            "class_fn": torch.tensor([1, 0]),
+        },
     ]
     with metrics.aggregate(new_root=True) as aggregator:
         SentencePredictionF1Criterion.reduce_metrics(logs)
@@ -100,6 +131,9 @@ def test_entity_f1_and_word_accuracy_come_from_summed_counts():
     assert values["f1"] == pytest.approx(61.54)  # 2 * 4 / (5 + 8)
     with metrics.aggregate(new_root=True) as aggregator:
         TokenClassificationCriterion.reduce_metrics(
-            [{"loss": 0.0, "words": 8, "correct_words": 6}, {"loss": 0.0, "words": 2, "correct_words": 1}]
+            [
+                {"loss": 0.0, "words": 8, "correct_words": 6},
+                {"loss": 0.0, "words": 2, "correct_words": 1},
+            ]
         )
         assert aggregator.get_smoothed_values()["accuracy"] == 70.0

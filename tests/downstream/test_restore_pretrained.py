@@ -23,42 +23,91 @@ def _build(argv):
 
 
 ENCODERS = {
-    "bert2d_wwa": ("pieces_bpe", ["--arch", "bert2d_tiny", "--whole-word-attention",
-                                  "--relative-positions", "4"]),
+    "bert2d_wwa": (
+        "pieces_bpe",
+        ["--arch", "bert2d_tiny", "--whole-word-attention", "--relative-positions", "4"],
+    ),
     "bert_elmo": ("words", ["--arch", "bert_elmo_tiny"]),
-    "roberta": ("pieces_bpe", ["--arch", "roberta", "--encoder-layers", "1", "--encoder-embed-dim",
-                               "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads",
-                               "2"]),
+    "roberta": (
+        "pieces_bpe",
+        [
+            "--arch",
+            "roberta",
+            "--encoder-layers",
+            "1",
+            "--encoder-embed-dim",
+            "32",
+            "--encoder-ffn-embed-dim",
+            "64",
+            "--encoder-attention-heads",
+            "2",
+        ],
+    ),
 }
 
 
 @pytest.mark.parametrize("encoder", sorted(ENCODERS))
 @pytest.mark.parametrize("finetune_task", ["ner", "qa"])
-def test_pretrained_weights_load_into_the_fine_tuning_model(encoder, finetune_task, request, tmp_path):
+def test_pretrained_weights_load_into_the_fine_tuning_model(
+    encoder, finetune_task, request, tmp_path
+):
     run_name, arch = ENCODERS[encoder]
     run = request.getfixturevalue(run_name)
     common = ["--user-dir", USER_DIR, "--max-positions", "32", *arch]
     torch.manual_seed(0)
-    pretrained, _ = _build([str(run), "--task", "masked_lm_struct", "--criterion", "masked_lm_struct",
-                            "--sentence-objective", "sop", "--tokens-per-sample", "32",
-                            *(["--tokens-are-words"] if run_name == "words" else []), *common])
+    pretrained, _ = _build(
+        [
+            str(run),
+            "--task",
+            "masked_lm_struct",
+            "--criterion",
+            "masked_lm_struct",
+            "--sentence-objective",
+            "sop",
+            "--tokens-per-sample",
+            "32",
+            *(["--tokens-are-words"] if run_name == "words" else []),
+            *common,
+        ]
+    )
     state = pretrained.state_dict()
     assert any(key.startswith("classification_heads.sentence_pair.") for key in state)
 
     if finetune_task == "ner":
         (tmp_path / "t.conll").write_text("Çocukzz\tB-PER\nuyudu\tO\n.\tO\n", "utf-8")
         args = ["--train", tmp_path / "t.conll", "--valid", tmp_path / "t.conll"]
-        task_args = ["--task", "token_classification", "--criterion", "token_classification",
-                     "--head", "lcrf_ner"]
+        task_args = [
+            "--task",
+            "token_classification",
+            "--criterion",
+            "token_classification",
+            "--head",
+            "lcrf_ner",
+        ]
     else:
-        qa = ('{"data": [{"title": "t", "paragraphs": [{"context": "Kedizz bahçede uyudu .", '
-              '"qas": [{"id": "1", "question": "Kedizz nerede uyudu ?", "answers": '
-              '[{"text": "bahçede", "answer_start": 7}]}]}]}]}')
+        qa = (
+            '{"data": [{"title": "t", "paragraphs": [{"context": "Kedizz bahçede uyudu .", '
+            '"qas": [{"id": "1", "question": "Kedizz nerede uyudu ?", "answers": '
+            '[{"text": "bahçede", "answer_start": 7}]}]}]}]}'
+        )
         (tmp_path / "qa.json").write_text(qa, "utf-8")
         args = ["--train", tmp_path / "qa.json", "--valid", tmp_path / "qa.json"]
         task_args = ["--task", "extractive_qa", "--criterion", "extractive_qa"]
-    assert prepare([finetune_task, "--pretraining-data", str(run), "--out-dir", str(tmp_path / "d"),
-                    "--max-positions", "32", *map(str, args)]) == 0
+    assert (
+        prepare(
+            [
+                finetune_task,
+                "--pretraining-data",
+                str(run),
+                "--out-dir",
+                str(tmp_path / "d"),
+                "--max-positions",
+                "32",
+                *map(str, args),
+            ]
+        )
+        == 0
+    )
     torch.manual_seed(1)
     model, cfg = _build([str(tmp_path / "d"), *task_args, *common])
     fresh_head = {k: v.clone() for k, v in model.classification_heads.state_dict().items()}

@@ -85,7 +85,10 @@ def test_crf_heads_use_the_crf_likelihood_and_viterbi(head_type):
     expected = -head.crf.log_likelihood(words, labels.clamp(min=0), mask).sum()
     assert torch.allclose(head.word_loss(words, labels, mask), expected)
     paths = head.crf.viterbi_decode(words, mask).tolist()
-    assert head.decode(words, mask) == [[LABELS[i] for i in paths[0]], [LABELS[i] for i in paths[1][:2]]]
+    assert head.decode(words, mask) == [
+        [LABELS[i] for i in paths[0]],
+        [LABELS[i] for i in paths[1][:2]],
+    ]
     assert (head_type == "lcrf_ner") == hasattr(head.crf, "forbidden_penalty")
 
 
