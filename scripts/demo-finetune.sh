@@ -48,20 +48,28 @@ raw_args() {  # the raw files of one task and split, as downstream.prepare and p
 }
 units_of() { if [[ "$1" == bert_elmo ]]; then echo words; else echo pieces; fi; }
 
-step "3/5 prepare each task in the units of the pretraining runs"
+step "3/5 prepare each task in the units of the pretraining runs (2 at a time)"
 mkdir -p "$WORK/data"
+prepare() {  # units task
+  local units=$1 task=$2 out="$WORK/data/$1-$2"
+  if [[ -s "$out/finetune.json" ]]; then return; fi
+  # shellcheck disable=SC2046
+  OMP_NUM_THREADS=1 python -m fairseq_struct.downstream.prepare "$task" \
+    --pretraining-data "$MLM_WORK/bin-$units" --train $(raw_args "$task" train) \
+    --valid $(raw_args "$task" valid) --max-positions 64 --max-length 64 --doc-stride 32 \
+    --max-query-length 16 --out-dir "$out" > "$out.log" 2>&1 || { cat "$out.log" >&2; return 1; }
+}
+pending=()
 for units in $(for m in $MODELS; do units_of "$m"; done | sort -u); do
   for task in $TASKS; do
-    out="$WORK/data/$units-$task"
-    if [[ -s "$out/finetune.json" ]]; then continue; fi
-    # shellcheck disable=SC2046
-    python -m fairseq_struct.downstream.prepare "$task" --pretraining-data "$MLM_WORK/bin-$units" \
-      --train $(raw_args "$task" train) --valid $(raw_args "$task" valid) \
-      --max-positions 64 --max-length 64 --doc-stride 32 --max-query-length 16 \
-      --out-dir "$out" > "$out.log" 2>&1 || { cat "$out.log" >&2; exit 1; }
-    echo "$out: $(python -c "import json,sys; r=json.load(open(sys.argv[1])); print({s: v.get('windows', v.get('items')) for s, v in r['splits'].items()})" "$out/finetune.json")"
+    prepare "$units" "$task" & pending+=($!)
+    if [[ ${#pending[@]} -eq 2 ]]; then
+      for job in "${pending[@]}"; do wait "$job"; done
+      pending=()
+    fi
   done
 done
+for job in "${pending[@]}"; do wait "$job"; done
 
 finetune() {  # model task init: fine-tune (pretrained) or train (scratch), then predict on test
   local model=$1 task=$2 init=$3

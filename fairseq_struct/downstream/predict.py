@@ -74,6 +74,21 @@ def load(checkpoint: Path, data: Optional[str]) -> Tuple[Any, Any, Dict[str, Any
     return models[0].eval(), task, report
 
 
+def add_unseen_words(model: Any, dictionary: Any, texts: Sequence[Sequence[Sequence[str]]]) -> int:
+    """Words mode (BERT-ELMo): give every word of the input an id of its own, so that it is
+    embedded from its characters instead of as <unk>; returns how many were added."""
+    added = 0
+    for text in texts:
+        for word in text:
+            for unit in word:
+                if dictionary.index(unit) == dictionary.unk():
+                    dictionary.add_symbol(unit, n=0)
+                    added += 1
+    if added:
+        model.encoder.sentence_encoder.embed_tokens.set_symbols(dictionary.symbols)
+    return added
+
+
 def batches(items: Sequence[List[int]], size: int):
     """(indices, items) in batches of similar length."""
     order = sorted(range(len(items)), key=lambda index: len(items[index]))
@@ -106,6 +121,8 @@ def predict_sentiment(model, task, cutter, report, args) -> Dict[str, Any]:
     dictionary = task.source_dictionary
     counts = CutCounts()
     units = cutter.cut([example.text.split() for example in examples])
+    if report["tokens_are_words"]:
+        add_unseen_words(model, dictionary, units)
     items = [
         [dictionary.bos()] + sentence_item(words, dictionary, report["max_positions"], counts)
         for words in units
@@ -149,6 +166,8 @@ def predict_tags(model, task, cutter, report, args) -> Dict[str, Any]:
     dictionary = task.source_dictionary
     counts = CutCounts()
     units = cutter.cut([sentence.words for sentence in sentences])
+    if report["tokens_are_words"]:
+        add_unseen_words(model, dictionary, units)
     windows = [
         window
         for index, (sentence, words) in enumerate(zip(sentences, units))
@@ -215,6 +234,9 @@ def predict_qa(model, task, cutter, report, args) -> Dict[str, Any]:
     contexts: Dict[str, Any] = {}
     windows, metadata = [], []
     questions = cutter.cut([example.question.split() for example in examples])
+    if report["tokens_are_words"]:
+        paragraphs = sorted({example.context for example in examples})
+        add_unseen_words(model, dictionary, questions + cutter.cut([p.split() for p in paragraphs]))
     for example, question_units in zip(examples, questions):
         if example.context not in contexts:
             contexts[example.context] = cut_context(example.context, cutter, dictionary, counts)

@@ -90,6 +90,14 @@ class DictionaryCharacterEmbedding(nn.Module):
             inverse
         ]
 
+    def set_symbols(self, symbols: List[str]) -> None:
+        """Embed a grown dictionary (words appended after training, e.g. at prediction time):
+        every word, also a new one, is spelled in the saved character set."""
+        self.symbols = list(symbols)
+        device = self.word_characters.device
+        self._set_vocabulary(self.vocabulary)
+        self.word_characters = self.word_characters.to(device)
+
     def reset_highway_gates(self) -> None:
         """Back to the carry-biased gates (BERT's initialisation zeroes every Linear bias)."""
         for highway in self.embedder.highways:

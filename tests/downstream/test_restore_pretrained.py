@@ -128,3 +128,20 @@ def test_pretrained_weights_load_into_the_fine_tuning_model(
     assert len(grown) == (2 if encoder == "bert_elmo" else 0)
     for key, value in model.classification_heads.state_dict().items():
         assert torch.equal(value, fresh_head[key])  # the new head keeps its initialisation
+
+
+def test_prediction_gives_bert_elmo_new_words_their_own_character_embedding():
+    from fairseq_struct.downstream.predict import add_unseen_words
+    from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
+
+    dictionary = joined_dictionary(20)
+    model = build_model_from_arch(
+        "bert_elmo_tiny", dictionary, seed=0, tokens_are_words=True
+    ).eval()
+    embed = model.encoder.sentence_encoder.embed_tokens
+    assert add_unseen_words(model, dictionary, [[["w3"], ["Kedizz", "'", "w3"]]]) == 2
+    new = torch.tensor([dictionary.index("Kedizz"), dictionary.index("'")])
+    assert new.tolist() == [20, 21]
+    with torch.no_grad():
+        assert torch.allclose(embed(new), embed.embed_words(["Kedizz", "'"]), atol=1e-6)
+        assert not torch.allclose(embed(new[:1]), embed(torch.tensor([dictionary.unk()])))
