@@ -23,13 +23,14 @@ from typing import Any, Dict, List
 
 import numpy as np
 import torch
-from fairseq.data import Dictionary, FairseqDataset, data_utils
+from fairseq.data import FairseqDataset, data_utils
 from fairseq.dataclass import FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
-from fairseq.utils import safe_getattr
+from fairseq.tasks import register_task
 from omegaconf import II
+from torch import nn
 
 from fairseq_struct.modules.token_classification_heads import SpanExtractionHead
+from fairseq_struct.tasks.encoder_finetuning import EncoderFineTuningTask, load_input_dictionary
 
 logger = logging.getLogger(__name__)
 
@@ -113,31 +114,15 @@ class QAWindowDataset(FairseqDataset):
 
 
 @register_task("extractive_qa", dataclass=ExtractiveQAConfig)
-class ExtractiveQATask(FairseqTask):
+class ExtractiveQATask(EncoderFineTuningTask):
     cfg: ExtractiveQAConfig
-
-    def __init__(self, cfg: ExtractiveQAConfig, dictionary: Dictionary) -> None:
-        super().__init__(cfg)
-        self.dictionary = dictionary
 
     @classmethod
     def setup_task(cls, cfg: ExtractiveQAConfig, **kwargs: Any) -> "ExtractiveQATask":
-        dictionary = Dictionary.load(str(Path(cfg.data) / "input0" / "dict.txt"))
-        dictionary.add_symbol("<mask>")  # as masked_lm and sentence_prediction do
-        return cls(cfg, dictionary)
+        return cls(cfg, load_input_dictionary(cfg.data))
 
-    def build_model(self, cfg: Any, from_checkpoint: bool = False) -> Any:
-        model = super().build_model(cfg, from_checkpoint)
-        if not hasattr(model, "classification_heads"):
-            raise ValueError("extractive QA needs a RobertaModel (roberta, bert2d, bert_elmo)")
-        embed_dim = safe_getattr(model.args, "encoder_embed_dim", 768)
-        model.classification_heads[self.cfg.classification_head_name] = SpanExtractionHead(
-            embed_dim,
-            embed_dim,
-            safe_getattr(model.args, "pooler_activation_fn", "tanh"),
-            safe_getattr(model.args, "pooler_dropout", 0.0),
-        )
-        return model
+    def build_head(self, embed_dim: int, activation_fn: str, dropout: float) -> nn.Module:
+        return SpanExtractionHead(embed_dim, embed_dim, activation_fn, dropout)
 
     def load_dataset(self, split: str, combine: bool = False, **kwargs: Any) -> None:
         data = Path(self.cfg.data)
@@ -147,14 +132,3 @@ class ExtractiveQATask(FairseqTask):
             raise FileNotFoundError(f"dataset not found: {data}/input0/{split}.bin")
         metadata = json.loads((data / f"{split}.qa.json").read_text(encoding="utf-8"))
         self.datasets[split] = QAWindowDataset(tokens, spans, metadata, self.dictionary.pad())
-
-    def max_positions(self) -> int:
-        return self.cfg.max_positions
-
-    @property
-    def source_dictionary(self) -> Dictionary:
-        return self.dictionary
-
-    @property
-    def target_dictionary(self) -> Dictionary:
-        return self.dictionary

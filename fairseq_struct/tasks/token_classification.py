@@ -18,7 +18,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 import numpy as np
 from fairseq.data import (
@@ -32,11 +32,12 @@ from fairseq.data import (
     data_utils,
 )
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.tasks import FairseqTask, register_task
-from fairseq.utils import safe_getattr
+from fairseq.tasks import register_task
 from omegaconf import II
+from torch import nn
 
 from fairseq_struct.modules.token_classification_heads import HEAD_TYPES, TokenClassificationHead
+from fairseq_struct.tasks.encoder_finetuning import EncoderFineTuningTask, load_input_dictionary
 
 logger = logging.getLogger(__name__)
 
@@ -79,12 +80,11 @@ def read_finetune_report(data: str) -> dict:
 
 
 @register_task("token_classification", dataclass=TokenClassificationConfig)
-class TokenClassificationTask(FairseqTask):
+class TokenClassificationTask(EncoderFineTuningTask):
     cfg: TokenClassificationConfig
 
     def __init__(self, cfg: TokenClassificationConfig, dictionary: Dictionary, labels: Dictionary):
-        super().__init__(cfg)
-        self.dictionary = dictionary
+        super().__init__(cfg, dictionary)
         self.label_dictionary = labels
         report = read_finetune_report(cfg.data)
         metric = cfg.metric
@@ -100,37 +100,17 @@ class TokenClassificationTask(FairseqTask):
 
     @classmethod
     def setup_task(cls, cfg: TokenClassificationConfig, **kwargs: Any) -> "TokenClassificationTask":
-        data = Path(cfg.data)
-        dictionary = Dictionary.load(str(data / "input0" / "dict.txt"))
-        dictionary.add_symbol("<mask>")  # as masked_lm and sentence_prediction do
-        labels = Dictionary.load(str(data / "labels" / "dict.txt"))
-        logger.info("dictionary: %d types; labels: %d", len(dictionary), cls._count(labels))
-        return cls(cfg, dictionary, labels)
-
-    @staticmethod
-    def _count(labels: Dictionary) -> int:
-        return len(labels) - labels.nspecial
+        labels = Dictionary.load(str(Path(cfg.data) / "labels" / "dict.txt"))
+        return cls(cfg, load_input_dictionary(cfg.data), labels)
 
     @property
-    def labels(self):
+    def labels(self) -> List[str]:
         return self.label_dictionary.symbols[self.label_dictionary.nspecial :]
 
-    def build_model(self, cfg: Any, from_checkpoint: bool = False) -> Any:
-        model = super().build_model(cfg, from_checkpoint)
-        if not hasattr(model, "classification_heads"):
-            raise ValueError(
-                "token classification needs a RobertaModel (roberta, bert2d, bert_elmo)"
-            )
-        embed_dim = safe_getattr(model.args, "encoder_embed_dim", 768)
-        model.classification_heads[self.cfg.classification_head_name] = TokenClassificationHead(
-            embed_dim,
-            embed_dim,
-            self.labels,
-            self.cfg.head,
-            safe_getattr(model.args, "pooler_activation_fn", "tanh"),
-            safe_getattr(model.args, "pooler_dropout", 0.0),
+    def build_head(self, embed_dim: int, activation_fn: str, dropout: float) -> nn.Module:
+        return TokenClassificationHead(
+            embed_dim, embed_dim, self.labels, self.cfg.head, activation_fn, dropout
         )
-        return model
 
     def load_dataset(self, split: str, combine: bool = False, **kwargs: Any) -> None:
         tokens = self._load(split, "input0", self.dictionary)
@@ -160,13 +140,6 @@ class TokenClassificationTask(FairseqTask):
         if dataset is None:
             raise FileNotFoundError(f"dataset not found: {path}.bin")
         return dataset
-
-    def max_positions(self) -> int:
-        return self.cfg.max_positions
-
-    @property
-    def source_dictionary(self) -> Dictionary:
-        return self.dictionary
 
     @property
     def target_dictionary(self) -> Dictionary:
