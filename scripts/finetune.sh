@@ -96,7 +96,8 @@ case "$task" in
                    --best-checkpoint-metric "$metric" --maximize-best-checkpoint-metric)
         if [[ "$entity_fix" == 1 ]]; then task_args+=(--entity-fix); fi ;;
     qa)
-        task_args=(--task extractive_qa --criterion extractive_qa
+        # Validation answers are gathered from every GPU as lists, not summed: room for them.
+        task_args=(--task extractive_qa --criterion extractive_qa --all-gather-list-size 8388608
                    --best-checkpoint-metric f1 --maximize-best-checkpoint-metric) ;;
 esac
 restore=()
