@@ -11,6 +11,9 @@ the command line, before it sets up distributed training):
 - Its default `--ddp-backend pytorch_ddp` passes `device_ids=[device_id]` to torch's
   DistributedDataParallel, which torch refuses for CPU modules. On a CPU the model is wrapped
   with fairseq's own `legacy_ddp` instead (the same gradient all-reduce), and the log says so.
+- Its `all_gather_list` (how the trainer gathers logging outputs that cannot be summed, e.g.
+  the QA answers of `extractive_qa`'s validation) builds a `torch.cuda.ByteTensor`, which fails
+  without CUDA. Without CUDA it now gathers with `torch.distributed.all_gather_object` (gloo).
 
 Every other launch goes through fairseq's functions unchanged.
 
@@ -20,8 +23,10 @@ Every other launch goes through fairseq's functions unchanged.
 
 import logging
 import os
+from typing import Any, List
 
 import fairseq.models
+import torch
 from fairseq.distributed import utils as distributed_utils
 
 logger = logging.getLogger(__name__)
@@ -29,6 +34,7 @@ logger = logging.getLogger(__name__)
 _TORCHRUN_VARIABLES = ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")
 _stock_infer_init_method = distributed_utils.infer_init_method
 _stock_distributed_model = fairseq.models.DistributedFairseqModel
+_stock_all_gather_list = distributed_utils.all_gather_list
 
 
 def infer_init_method(cfg, force_distributed: bool = False) -> None:
@@ -62,5 +68,16 @@ def distributed_model(args, model, process_group, device):
     return _stock_distributed_model(args, model, process_group, device)
 
 
+def all_gather_list(data: Any, group: Any = None, max_size: int = 16384) -> List[Any]:
+    if torch.cuda.is_available():
+        return _stock_all_gather_list(data, group, max_size)
+    if group is None:
+        group = distributed_utils.get_global_group()
+    gathered: List[Any] = [None] * distributed_utils.get_world_size(group)
+    torch.distributed.all_gather_object(gathered, data, group=group)
+    return gathered
+
+
+distributed_utils.all_gather_list = all_gather_list
 distributed_utils.infer_init_method = infer_init_method
 fairseq.models.DistributedFairseqModel = distributed_model

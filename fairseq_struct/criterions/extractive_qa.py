@@ -56,6 +56,10 @@ class SquadAnswersMeter(Meter):
 
 @register_criterion("extractive_qa", dataclass=FairseqDataclass)
 class ExtractiveQACriterion(FairseqCriterion):
+    def __init__(self, task: Any) -> None:
+        super().__init__(task)
+        self.collecting_answers = False
+
     def forward(self, model: Any, sample: Dict[str, Any], reduce: bool = True) -> Tuple:
         logits, _ = model(
             **sample["net_input"],
@@ -77,7 +81,8 @@ class ExtractiveQACriterion(FairseqCriterion):
             "nsentences": windows,
             "sample_size": windows,
         }
-        if not model.training:
+        self.collecting_answers = not model.training
+        if self.collecting_answers:
             answers = window_answers(
                 sample["net_input"]["src_tokens"],
                 start_logits,
@@ -102,10 +107,10 @@ class ExtractiveQACriterion(FairseqCriterion):
             metrics.log_derived("exact_match", lambda m: _score(m, "exact_match"))
             metrics.log_derived("f1", lambda m: _score(m, "f1"))
 
-    @staticmethod
-    def logging_outputs_can_be_summed() -> bool:
-        # The answers are lists of texts: gathered, never summed.
-        return False
+    def logging_outputs_can_be_summed(self) -> bool:
+        # Validation answers are lists of texts: gathered, never summed. fairseq asks right
+        # after the forward passes whose outputs it aggregates, so training stays summed.
+        return not self.collecting_answers
 
 
 def _score(meters: Dict[str, Any], key: str) -> float:
