@@ -280,7 +280,8 @@ def predict_qa(model, task, cutter, report, args) -> Dict[str, Any]:
     predictions = best_answers(answers)
     writers.write_squad_predictions(predictions, args.out_dir / "predictions.json")
     gold = {str(e.id): [a.text for a in e.answers] for e in examples}
-    return squad_scores(predictions, gold)
+    scores = squad_scores(predictions, gold)
+    return {key: round(value, 2) for key, value in scores.items()}
 
 
 PREDICTORS = {"sentiment": predict_sentiment, "ner": predict_tags, "pos": predict_tags}
