@@ -28,16 +28,18 @@ class SquadAnswersMeter(Meter):
     """Every window answer of a validation run, and the SQuAD scores of the best per question."""
 
     def __init__(self) -> None:
-        self.answers: List[Tuple[str, float, str]] = []
-        self.gold: Dict[str, List[str]] = {}
+        self.reset()
 
     def update(self, answers: Sequence[Tuple[str, float, str, List[str]]]) -> None:
         for question, score, text, gold in answers:
             self.answers.append((question, score, text))
             self.gold[question] = list(gold)
+        self._scores = None
 
     def reset(self) -> None:
-        self.answers, self.gold = [], {}
+        self.answers: List[Tuple[str, float, str]] = []
+        self.gold: Dict[str, List[str]] = {}
+        self._scores: Optional[Dict[str, float]] = None
 
     def state_dict(self) -> Dict[str, Any]:
         return {"answers": self.answers, "gold": self.gold}
@@ -45,9 +47,14 @@ class SquadAnswersMeter(Meter):
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         self.answers = [tuple(answer) for answer in state_dict["answers"]]
         self.gold = dict(state_dict["gold"])
+        self._scores = None
 
     def scores(self) -> Dict[str, float]:
-        return squad_scores(best_answers(self.answers), self.gold)
+        """EM and F1 of the best window per question, computed once per set of answers (both
+        derived metrics read them)."""
+        if self._scores is None:
+            self._scores = squad_scores(best_answers(self.answers), self.gold)
+        return self._scores
 
     @property
     def smoothed_value(self) -> Optional[float]:

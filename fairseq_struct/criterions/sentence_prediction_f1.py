@@ -27,6 +27,8 @@ class SentencePredictionF1Criterion(SentencePredictionCriterion):
     def forward(self, model: Any, sample: Dict[str, Any], reduce: bool = True):
         if self.regression_target:
             return super().forward(model, sample, reduce)
+        # The parent's forward keeps its logits to itself; calling it and the model again would
+        # run every validation batch twice, so its classification loss is repeated here.
         logits, _ = model(
             **sample["net_input"],
             features_only=True,

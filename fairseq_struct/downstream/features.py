@@ -17,7 +17,7 @@ tokens after the first `</s>` the second segment embedding).
 """
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from fairseq.data import Dictionary
 
@@ -116,7 +116,7 @@ class QAFeature:
     unit_spans: List[Tuple[int, int]]  # character span in the context of each window unit
     start: int = 0  # token positions of the answer's first and last unit; 0: not in the window
     end: int = 0
-    metadata: Dict[str, object] = field(default_factory=dict)
+    context: int = 0  # index of the question's context in `QAWindows.contexts`
 
 
 @dataclass
@@ -186,3 +186,53 @@ def qa_features(
         counts.split_sentences += 1
         counts.extra_windows += len(features) - 1
     return features
+
+
+@dataclass
+class QAWindows:
+    """The windows of a list of questions, each distinct context cut once."""
+
+    contexts: List[str] = field(default_factory=list)
+    windows: List[QAFeature] = field(default_factory=list)
+
+
+def question_windows(
+    examples: Sequence[Any],
+    cutter: UnitCutter,
+    dictionary: Dictionary,
+    max_length: int,
+    doc_stride: int,
+    max_query_length: int,
+    counts: CutCounts,
+) -> QAWindows:
+    """The windows of SQuAD questions (`readers.QAExample`); the target is the first answer."""
+    result = QAWindows()
+    cut: Dict[str, Tuple[int, CutContext]] = {}
+    questions = cutter.cut([example.question.split() for example in examples])
+    for example, question_units in zip(examples, questions):
+        if example.context not in cut:
+            cut[example.context] = (
+                len(result.contexts),
+                cut_context(example.context, cutter, dictionary, counts),
+            )
+            result.contexts.append(example.context)
+        context_index, context = cut[example.context]
+        answer = example.answers[0] if example.answers else None
+        span = (answer.start, answer.start + len(answer.text)) if answer else None
+        question_ids = encode_units(
+            [unit for word in question_units for unit in word], dictionary, counts
+        )
+        for window in qa_features(
+            str(example.id),
+            question_ids,
+            context,
+            span,
+            dictionary,
+            max_length,
+            doc_stride,
+            max_query_length,
+            counts,
+        ):
+            window.context = context_index
+            result.windows.append(window)
+    return result

@@ -22,14 +22,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
+from fairseq.data import data_utils
 from tabulate import tabulate
 
 from fairseq_struct.downstream import readers, writers
 from fairseq_struct.downstream.features import (
     CutCounts,
-    cut_context,
-    encode_units,
-    qa_features,
+    question_windows,
     sentence_item,
     token_windows,
 )
@@ -98,11 +97,7 @@ def batches(items: Sequence[List[int]], size: int):
 
 
 def padded(items: Sequence[List[int]], pad: int) -> torch.Tensor:
-    longest = max(len(item) for item in items)
-    tokens = torch.full((len(items), longest), pad, dtype=torch.long)
-    for row, item in enumerate(items):
-        tokens[row, : len(item)] = torch.tensor(item)
-    return tokens
+    return data_utils.collate_tokens([torch.tensor(item) for item in items], pad)
 
 
 @torch.no_grad()
@@ -230,39 +225,29 @@ def entity_scores(gold: List[List[str]], predicted: List[List[str]]) -> Dict[str
 def predict_qa(model, task, cutter, report, args) -> Dict[str, Any]:
     examples, _ = readers.read_squad(args.input[0], keep_unanswered=True)
     dictionary = task.source_dictionary
-    counts = CutCounts()
-    contexts: Dict[str, Any] = {}
-    windows, metadata = [], []
-    questions = cutter.cut([example.question.split() for example in examples])
     if report["tokens_are_words"]:
-        paragraphs = sorted({example.context for example in examples})
-        add_unseen_words(model, dictionary, questions + cutter.cut([p.split() for p in paragraphs]))
-    for example, question_units in zip(examples, questions):
-        if example.context not in contexts:
-            contexts[example.context] = cut_context(example.context, cutter, dictionary, counts)
-        question_ids = encode_units(
-            [u for word in question_units for u in word], dictionary, counts
-        )
-        for feature in qa_features(
-            str(example.id),
-            question_ids,
-            contexts[example.context],
-            None,
-            dictionary,
-            report["max_length"],
-            report["doc_stride"],
-            report["max_query_length"],
-            counts,
-        ):
-            windows.append(feature.tokens)
-            metadata.append(
-                {
-                    "question": feature.question_id,
-                    "context": example.context,
-                    "context_offset": feature.context_offset,
-                    "spans": feature.unit_spans,
-                }
-            )
+        questions = [example.question.split() for example in examples]
+        paragraphs = [text.split() for text in sorted({example.context for example in examples})]
+        add_unseen_words(model, dictionary, cutter.cut(questions + paragraphs))
+    cut = question_windows(
+        examples,
+        cutter,
+        dictionary,
+        report["max_length"],
+        report["doc_stride"],
+        report["max_query_length"],
+        CutCounts(),
+    )
+    windows = [window.tokens for window in cut.windows]
+    metadata = [
+        {
+            "question": window.question_id,
+            "context": cut.contexts[window.context],
+            "context_offset": window.context_offset,
+            "spans": window.unit_spans,
+        }
+        for window in cut.windows
+    ]
     answers = []
     head = task.cfg.classification_head_name
     for indices, batch in batches(windows, args.batch_size):

@@ -44,9 +44,7 @@ from fairseq_struct.downstream.binarize import (
 )
 from fairseq_struct.downstream.features import (
     CutCounts,
-    cut_context,
-    encode_units,
-    qa_features,
+    question_windows,
     sentence_item,
     token_windows,
 )
@@ -260,35 +258,17 @@ def _write_qa(data, cutter, dictionary, args, report) -> List[str]:
     max_length = min(args.max_length, args.max_positions)
     for split, examples in data.items():
         counts = CutCounts()
-        contexts: Dict[str, int] = {}
-        context_texts: List[str] = []
-        cut_contexts = []
-        questions = cutter.cut([example.question.split() for example in examples])
-        features = []
-        for example, question_units in zip(examples, questions):
-            if example.context not in contexts:
-                contexts[example.context] = len(context_texts)
-                context_texts.append(example.context)
-                cut_contexts.append(cut_context(example.context, cutter, dictionary, counts))
-            context_index = contexts[example.context]
-            answer = example.answers[0] if example.answers else None
-            span = (answer.start, answer.start + len(answer.text)) if answer else None
-            question_ids = encode_units(
-                [unit for word in question_units for unit in word], dictionary, counts
-            )
-            for feature in qa_features(
-                str(example.id),
-                question_ids,
-                cut_contexts[context_index],
-                span,
-                dictionary,
-                max_length,
-                args.doc_stride,
-                args.max_query_length,
-                counts,
-            ):
-                feature.metadata["context"] = context_index
-                features.append(feature)
+        cut = question_windows(
+            examples,
+            cutter,
+            dictionary,
+            max_length,
+            args.doc_stride,
+            args.max_query_length,
+            counts,
+        )
+        features = cut.windows
+        context_of = {window.question_id: window.context for window in features}
         write_dataset(
             args.out_dir / "input0" / split, (f.tokens for f in features), len(dictionary)
         )
@@ -296,10 +276,10 @@ def _write_qa(data, cutter, dictionary, args, report) -> List[str]:
         atomic_write_json(
             args.out_dir / f"{split}.qa.json",
             {
-                "contexts": context_texts,
+                "contexts": cut.contexts,
                 "questions": {
                     str(e.id): {
-                        "context": contexts[e.context],
+                        "context": context_of[str(e.id)],
                         "answers": [a.text for a in e.answers],
                     }
                     for e in examples
