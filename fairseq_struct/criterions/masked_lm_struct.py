@@ -37,12 +37,21 @@ class MaskedLMStructCriterion(FairseqCriterion):
         self.most_frequent_symbol = int(counts.argmax())
 
     def forward(self, model: Any, sample: Dict[str, Any], reduce: bool = True) -> Tuple:
-        masked = sample["target"].ne(self.padding_idx)
-        num_masked = int(masked.sum())
+        # Flat indices of the masked tokens, found by the task's collater: a fixed-size index
+        # keeps the step free of host synchronisation (a boolean mask would not).
+        positions = sample.get("masked_positions")
+        if positions is None:
+            raise KeyError(
+                "the masked_lm_struct criterion needs sample['masked_positions'] (the flat "
+                "indices of the target tokens), which the masked_lm_struct task provides"
+            )
+        num_masked = positions.numel()
         features, _ = model(**sample["net_input"], features_only=True)
-        logits = model.encoder.output_layer(features, masked_tokens=masked)
-        targets = sample["target"][masked]
-        unigram_correct = int(targets.eq(self.most_frequent_symbol).sum())
+        masked_features = features.reshape(-1, features.size(-1)).index_select(0, positions)
+        logits = model.encoder.output_layer(masked_features)
+        targets = sample["target"].reshape(-1).index_select(0, positions)
+        # Counts stay tensors: fairseq sums them and reads them only when it logs.
+        unigram_correct = targets.eq(self.most_frequent_symbol).sum()
         output_targets = getattr(model.encoder, "output_targets", None)
         if output_targets is not None:
             targets = output_targets(targets)
@@ -60,7 +69,7 @@ class MaskedLMStructCriterion(FairseqCriterion):
             "sample_size": sample_size,
             "num_masked": num_masked,
             "mlm_loss": mlm_loss.data,
-            "mlm_correct": int(logits.argmax(-1).eq(targets).sum()),
+            "mlm_correct": logits.argmax(-1).eq(targets).sum(),
             "unigram_correct": unigram_correct,
         }
         if has_pairs:
@@ -71,9 +80,7 @@ class MaskedLMStructCriterion(FairseqCriterion):
             )
             loss = loss + sentence_loss * (sample_size / nsentences)
             logging_output["sentence_loss"] = sentence_loss.data
-            logging_output["sentence_correct"] = int(
-                sentence_logits.argmax(-1).eq(sentence_target).sum()
-            )
+            logging_output["sentence_correct"] = sentence_logits.argmax(-1).eq(sentence_target).sum()
         logging_output["loss"] = loss.data
         return loss, sample_size, logging_output
 

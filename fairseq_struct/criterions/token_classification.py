@@ -54,7 +54,9 @@ class TokenClassificationCriterion(FairseqCriterion):
         gold, _ = gather_words(targets.unsqueeze(-1), word_mask)
         gold = gold.squeeze(-1)
         loss = head.word_loss(words, gold, mask)
-        sample_size = word_mask.sum()
+        # Counted by the task's collater: a count of word_mask here would be a device tensor
+        # that fairseq's trainer reads back (a host synchronisation every step).
+        sample_size = sample["nwords"]
         logging_output = {
             "loss": loss.data,
             "ntokens": sample["ntokens"],

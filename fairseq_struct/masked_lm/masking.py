@@ -14,11 +14,11 @@ the same way in every process and on a restart, and differently in every epoch.
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Tuple
+from typing import List, Tuple
 
 import numpy as np
 import torch
-from fairseq.data import BaseWrapperDataset
+from fairseq.data import BaseWrapperDataset, RightPadDataset
 from torch import Tensor
 
 MASK_STRATEGIES = ("whole_word", "random")
@@ -158,3 +158,16 @@ class WordStartsDataset(BaseWrapperDataset):
 
     def __getitem__(self, index: int) -> Tensor:
         return self.word_start_lookup[self.dataset[index]]
+
+
+class MaskedPositionsDataset(RightPadDataset):
+    """The target positions of a batch, as flat indices into its (batch * time) tokens.
+
+    Found by the collater, on the host, from the right-padded targets (the same padding as
+    `src_tokens`), so that the criterion picks the masked features with an index of known size:
+    a boolean mask on the GPU would make the host wait for the device to learn the count.
+    """
+
+    def collater(self, samples: List[Tensor]) -> Tensor:
+        targets = super().collater(samples)
+        return targets.ne(self.pad_idx).view(-1).nonzero().squeeze(1)

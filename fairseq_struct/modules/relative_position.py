@@ -47,6 +47,10 @@ class RelativePositionEmbeddings(nn.Module):
     def value_term(self, attn_probs: Tensor, bucket_index: Tensor) -> Tensor:
         """Σ_j α_ij a^V_{ij} for attention weights (..., T_q, T_k); returns (..., T_q, d)."""
         index = bucket_index.expand(attn_probs.shape)
-        bucket_probs = attn_probs.new_zeros(attn_probs.shape[:-1] + (self.num_buckets,))
-        bucket_probs.scatter_add_(-1, index, attn_probs)
-        return torch.matmul(bucket_probs, self.relative_values)
+        # The edge buckets sum up to T_k weights: accumulated in fp32, as a half-precision sum
+        # of many small terms loses them.
+        bucket_probs = attn_probs.new_zeros(
+            attn_probs.shape[:-1] + (self.num_buckets,), dtype=torch.float32
+        )
+        bucket_probs.scatter_add_(-1, index, attn_probs.float())
+        return torch.matmul(bucket_probs.type_as(self.relative_values), self.relative_values)

@@ -150,13 +150,91 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 saved_state["prev_value"] = v
                 saved_state["prev_key_padding_mask"] = key_padding_mask
                 self._set_input_buffer(incremental_state, saved_state)
-        src_len = k.size(2)
-        sentences = k.size(0)
+        if self.relative_positions is None and not need_weights and not before_softmax:
+            filler = self._fused_attention(q, k, v, key_padding_mask, attn_mask)
+        else:
+            filler, attn_probs = self._explicit_attention(
+                q, k, v, key_padding_mask, attn_mask, before_softmax
+            )
+            if before_softmax:
+                return filler, v
+        if self.role_proj is not None:
+            role = self._split_heads(self.role_proj(query))
+            # Z = V̄ ⊙ R (+ V̄): the residual keeps gradients alive where R is near 0.
+            bound = filler * role
+            filler = bound + filler if self.role_residual else bound
+
+        out = filler.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.inner_dim)
+        out = self.out_proj(out)
+
+        returned_weights: Optional[Tensor] = None
+        if need_weights:
+            returned_weights = attn_probs.transpose(0, 1)  # heads, batch, tgt, src
+            if not need_head_weights:
+                returned_weights = returned_weights.mean(dim=0)
+        return out, returned_weights
+
+    def _fused_attention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        key_padding_mask: Optional[Tensor],
+        attn_mask: Optional[Tensor],
+    ) -> Tensor:
+        """softmax(Q K^T + masks) V by `scaled_dot_product_attention` (flash / memory-efficient
+        kernels on a GPU): the path without a relative-position term and without weights to
+        return. q is already scaled. Returns (bsz, heads, tgt_len, head_dim)."""
+        bsz, heads, tgt_len, head_dim = q.shape
+        sentences, src_len = k.size(0), k.size(2)
+        beams = bsz // sentences
+        if beams > 1:
+            # Keys cached once per sentence: the beams of a sentence become more queries.
+            q = q.view(sentences, beams, heads, tgt_len, head_dim).transpose(1, 2)
+            q = q.reshape(sentences, heads, beams * tgt_len, head_dim)
+            if attn_mask is not None:
+                attn_mask = attn_mask.repeat(beams, 1)
+        mask = None
+        if attn_mask is not None:
+            mask = (
+                torch.zeros_like(attn_mask, dtype=q.dtype).masked_fill(attn_mask, float("-inf"))
+                if attn_mask.dtype == torch.bool
+                else attn_mask.to(q.dtype)
+            )
+        if key_padding_mask is not None:
+            padding = key_padding_mask.view(sentences, 1, 1, src_len).to(torch.bool)
+            base = mask if mask is not None else q.new_zeros(())
+            mask = base.masked_fill(padding, float("-inf"))
+        dropout = self.dropout_module
+        dropout_p = dropout.p if self.training or dropout.apply_during_inference else 0.0
+        filler = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=1.0
+        )
+        if beams > 1:
+            filler = filler.view(sentences, heads, beams, tgt_len, head_dim).transpose(1, 2)
+            filler = filler.reshape(bsz, heads, tgt_len, head_dim)
+        return filler
+
+    def _explicit_attention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        key_padding_mask: Optional[Tensor],
+        attn_mask: Optional[Tensor],
+        before_softmax: bool,
+    ) -> Tuple[Tensor, Tensor]:
+        """The attention written out: Shaw relative terms, and the weights to return.
+
+        Returns (filler, attention probabilities), or (logits, logits) with before_softmax.
+        """
+        bsz, heads, tgt_len, _ = q.shape
+        sentences, src_len = k.size(0), k.size(2)
         if sentences != bsz:
             # Keys cached once per sentence: the beams fold into the query axis (fairseq's einsum).
-            q_by_sentence = q.view(sentences, -1, self.num_heads, tgt_len, self.head_dim)
+            q_by_sentence = q.view(sentences, -1, heads, tgt_len, self.head_dim)
             attn_weights = torch.einsum("bxhtd,bhsd->bxhts", q_by_sentence, k)
-            attn_weights = attn_weights.reshape(bsz, self.num_heads, tgt_len, src_len)
+            attn_weights = attn_weights.reshape(bsz, heads, tgt_len, src_len)
             if key_padding_mask is not None:
                 key_padding_mask = key_padding_mask.repeat_interleave(bsz // sentences, dim=0)
         else:
@@ -175,33 +253,21 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 key_padding_mask.view(bsz, 1, 1, src_len).to(torch.bool), float("-inf")
             )
         if before_softmax:
-            return attn_weights, v
+            return attn_weights, attn_weights
 
-        attn_probs = F.softmax(attn_weights, dim=-1, dtype=torch.float32).type_as(attn_weights)
+        # At least fp32 for the softmax (bf16/fp16 training); float64 stays float64.
+        softmax_dtype = torch.promote_types(attn_weights.dtype, torch.float32)
+        attn_probs = F.softmax(attn_weights, dim=-1, dtype=softmax_dtype).type_as(attn_weights)
         dropped_probs = self.dropout_module(attn_probs)
         if sentences != bsz:
-            probs_by_sentence = dropped_probs.view(sentences, -1, self.num_heads, tgt_len, src_len)
+            probs_by_sentence = dropped_probs.view(sentences, -1, heads, tgt_len, src_len)
             filler = torch.einsum("bxhts,bhsd->bxhtd", probs_by_sentence, v)
-            filler = filler.reshape(bsz, self.num_heads, tgt_len, self.head_dim)
+            filler = filler.reshape(bsz, heads, tgt_len, self.head_dim)
         else:
             filler = torch.matmul(dropped_probs, v)
         if bucket_index is not None:
             filler = filler + self.relative_positions.value_term(dropped_probs, bucket_index)
-        if self.role_proj is not None:
-            role = self._split_heads(self.role_proj(query))
-            # Z = V̄ ⊙ R (+ V̄): the residual keeps gradients alive where R is near 0.
-            bound = filler * role
-            filler = bound + filler if self.role_residual else bound
-
-        out = filler.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.inner_dim)
-        out = self.out_proj(out)
-
-        returned_weights: Optional[Tensor] = None
-        if need_weights:
-            returned_weights = attn_probs.transpose(0, 1)  # heads, batch, tgt, src
-            if not need_head_weights:
-                returned_weights = returned_weights.mean(dim=0)
-        return out, returned_weights
+        return filler, attn_probs
 
     def set_beam_size(self, beam_size: int) -> None:
         """Beam search repeats every encoder row `beam_size` times; cross-attention then caches
@@ -214,17 +280,21 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         )
 
     def _check_beam_copies(self, source: Tensor) -> None:
-        """A model left at beam size > 1 by an earlier generator must not mix up sentences."""
+        """A model left at beam size > 1 by an earlier generator must not mix up sentences.
+
+        The comparison is checked on the device (`_assert_async`), so the host does not wait
+        for it: a CPU raises at once, a GPU reports a device-side assertion.
+        """
         time, rows, channels = source.shape
-        if rows % self.beam_size == 0:
-            by_sentence = source.view(time, rows // self.beam_size, self.beam_size, channels)
-            if torch.equal(by_sentence, by_sentence[:, :, :1].expand_as(by_sentence)):
-                return
-        raise ValueError(
+        message = (
             f"{__file__}: cross-attention expected the encoder rows in groups of "
             f"{self.beam_size} identical beam copies (set_beam_size({self.beam_size})); "
             "call model.set_beam_size(1) before decoding other batches"
         )
+        if rows % self.beam_size != 0:
+            raise ValueError(message)
+        by_sentence = source.view(time, rows // self.beam_size, self.beam_size, channels)
+        torch._assert_async(by_sentence.eq(by_sentence[:, :, :1]).all(), message)
 
     @staticmethod
     def _append_padding_mask(

@@ -96,16 +96,28 @@ class StructuralPositionEmbedding(nn.Module):
             structure.word_index.shape[1], device=structure.word_index.device
         ).expand_as(structure.word_index)
 
+    def _check_positions(self, ids: Tensor) -> None:
+        """A clear error for a sequence longer than the table, read from shapes when possible.
+
+        Token and word positions are both below the sequence length, so a batch no longer than
+        the table is fine without looking at the ids; only a longer one (2d mode: more tokens
+        than positions, maybe fewer words) needs their maximum, a host synchronisation.
+        """
+        if ids.size(1) <= self.max_positions:
+            return
+        highest = int(ids.max())
+        if highest >= self.max_positions:
+            raise ValueError(
+                f"a sequence needs position {highest} but the model has "
+                f"{self.max_positions} positions (--max-positions / --tokens-per-sample)"
+            )
+
     def forward(self, structure: WordStructure) -> Tensor:
         """(batch, time, embed_dim): the sum of the position (and segment) embeddings."""
         terms = []
         if self.positions is not None:
             ids = self.position_ids(structure)
-            if int(ids.max()) >= self.max_positions:
-                raise ValueError(
-                    f"a sequence needs position {int(ids.max())} but the model has "
-                    f"{self.max_positions} positions (--max-positions / --tokens-per-sample)"
-                )
+            self._check_positions(ids)
             terms.append(self.positions(ids))
         if self.subword_positions is not None:
             terms.append(

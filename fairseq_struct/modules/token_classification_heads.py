@@ -27,6 +27,9 @@ HEAD_TYPES = ("softmax", "cse", "lcrf", "lcrf_ner")
 OUTSIDE = "O"
 
 
+IGNORED = -100  # target of the padding words, which the losses skip
+
+
 def gather_words(outputs: Tensor, word_mask: Tensor) -> Tuple[Tensor, Tensor]:
     """(B, T, K) token outputs → (B, T, K) outputs of the True positions, left-aligned, and the
     (B, T) mask of real words. No loop over the batch, and no host synchronisation: the width
@@ -93,8 +96,15 @@ class TokenClassificationHead(nn.Module):
     def word_loss(self, words: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
         """Summed loss over the real words; `labels` (B, W) are indices into `self.labels`."""
         words = words.float()
+        # Padding words are ignored or zeroed, not cut out by mask indexing: that sizes a
+        # tensor by the mask's values, a host synchronisation on a GPU.
         if self.head_type == "softmax":
-            return F.cross_entropy(words[mask], labels[mask], reduction="sum")
+            return F.cross_entropy(
+                words.flatten(0, 1),
+                labels.masked_fill(~mask, IGNORED).flatten(),
+                ignore_index=IGNORED,
+                reduction="sum",
+            )
         if self.head_type == "cse":
             return self._cse_loss(words, labels, mask)
         return -self.crf.log_likelihood(words, labels.clamp(min=0), mask).sum()
@@ -113,13 +123,19 @@ class TokenClassificationHead(nn.Module):
 
     def _cse_loss(self, words: Tensor, labels: Tensor, mask: Tensor) -> Tensor:
         starts, ends, classes = self.cse_targets(labels, mask)
+        weights = mask.to(words.dtype)
         start_loss = F.binary_cross_entropy_with_logits(
-            words[..., 0][mask], starts[mask].float(), reduction="sum"
+            words[..., 0], starts.to(words.dtype), weight=weights, reduction="sum"
         )  # eq. 5
         end_loss = F.binary_cross_entropy_with_logits(
-            words[..., 1][mask], ends[mask].float(), reduction="sum"
+            words[..., 1], ends.to(words.dtype), weight=weights, reduction="sum"
         )
-        class_loss = F.cross_entropy(words[..., 2:][mask], classes[mask], reduction="sum")
+        class_loss = F.cross_entropy(
+            words[..., 2:].flatten(0, 1),
+            classes.masked_fill(~mask, IGNORED).flatten(),
+            ignore_index=IGNORED,
+            reduction="sum",
+        )
         return start_loss + end_loss + class_loss
 
     # ------------------------------------------------------------------------- decoding

@@ -7,6 +7,8 @@ plus:
   `--bpe` and then fails in `MaskedLMTask.load_dataset`, so it is refused here;
 - `net_input["word_starts"]`: the word-start flags of the *unmasked* tokens, so that BERT2D's
   positions and Whole-Word Attention see the words as they were before masking;
+- `sample["masked_positions"]`: the flat indices of the target tokens, found by the collater
+  so that the criterion needs no host synchronisation on a GPU;
 - `--sentence-objective nsp|sop`: sentence pairs from documents (empty lines separate them),
   with the label in `sample["sentence_target"]` and a two-class head "sentence_pair" on the
   model; use `--criterion masked_lm_struct`.
@@ -33,6 +35,7 @@ from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
 from fairseq_struct.masked_lm.masking import (
     MASK_STRATEGIES,
+    MaskedPositionsDataset,
     MaskedWordsDataset,
     MaskingOptions,
     WordStartsDataset,
@@ -137,6 +140,7 @@ class MaskedLMStructTask(MaskedLMTask):
             )
 
         source = masked("source")
+        target = masked("target")
         net_input = {
             "src_tokens": RightPadDataset(source, pad_idx=pad),
             "src_lengths": NumelDataset(source, reduce=False),
@@ -148,7 +152,8 @@ class MaskedLMStructTask(MaskedLMTask):
         fields = {
             "id": IdDataset(),
             "net_input": net_input,
-            "target": RightPadDataset(masked("target"), pad_idx=pad),
+            "target": RightPadDataset(target, pad_idx=pad),
+            "masked_positions": MaskedPositionsDataset(target, pad_idx=pad),
             "nsentences": NumSamplesDataset(),
             "ntokens": NumelDataset(source, reduce=True),
         }

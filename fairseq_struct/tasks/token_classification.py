@@ -23,6 +23,7 @@ from typing import Any, List, Optional
 import numpy as np
 from fairseq.data import (
     Dictionary,
+    BaseWrapperDataset,
     IdDataset,
     NestedDictionaryDataset,
     NumelDataset,
@@ -79,6 +80,21 @@ def read_finetune_report(data: str) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+class LabelledTokenCount(BaseWrapperDataset):
+    """The number of labelled tokens (words) in a batch, counted on the host by the collater:
+    the criterion's sample_size, which fairseq's trainer reads back every step."""
+
+    def __init__(self, labels: Any, pad: int) -> None:
+        super().__init__(labels)
+        self.pad = pad
+
+    def __getitem__(self, index: int) -> int:
+        return int(self.dataset[index].ne(self.pad).sum())
+
+    def collater(self, samples: List[int]) -> int:
+        return sum(samples)
+
+
 @register_task("token_classification", dataclass=TokenClassificationConfig)
 class TokenClassificationTask(EncoderFineTuningTask):
     cfg: TokenClassificationConfig
@@ -127,6 +143,7 @@ class TokenClassificationTask(EncoderFineTuningTask):
                 "target": RightPadDataset(labels, pad_idx=self.label_dictionary.pad()),
                 "nsentences": NumSamplesDataset(),
                 "ntokens": NumelDataset(tokens, reduce=True),
+                "nwords": LabelledTokenCount(labels, self.label_dictionary.pad()),
             },
             sizes=[tokens.sizes],
         )

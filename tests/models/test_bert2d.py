@@ -122,3 +122,28 @@ def test_explicit_word_starts_keep_the_positions_of_masked_words():
     original, explicit, implicit = captured
     assert torch.equal(original, explicit)
     assert not torch.allclose(original, implicit)
+
+
+@pytest.mark.parametrize("mode", ["1d", "2d"])
+def test_a_sequence_beyond_the_position_table_is_a_clear_error(mode):
+    dictionary = _base_dictionary()
+    model = build_model_from_arch(
+        "bert2d_tiny", dictionary, seed=0, position_embedding=mode, max_positions=8
+    ).eval()
+    word = dictionary.index("\u2581w1")
+    too_many_words = torch.tensor([[dictionary.bos()] + [word] * 8 + [dictionary.eos()]])
+    with torch.no_grad(), pytest.raises(ValueError, match=r"needs position 9 but the model has 8"):
+        model(too_many_words, features_only=True)
+
+
+def test_2d_positions_allow_more_tokens_than_positions_when_the_words_fit():
+    """Word positions count words, not pieces: 10 tokens in 4 words fit an 8-row table."""
+    dictionary = _base_dictionary()
+    model = build_model_from_arch(
+        "bert2d_tiny", dictionary, seed=0, position_embedding="2d", max_positions=8
+    ).eval()
+    word = [dictionary.index(p) for p in ("\u2581w1", "p1", "p2", "p3")]
+    tokens = torch.tensor([[dictionary.bos()] + word * 2 + [dictionary.eos()]])
+    with torch.no_grad():
+        features, _ = model(tokens, features_only=True)
+    assert features.shape == (1, 10, 128)

@@ -98,3 +98,32 @@ def test_trimmed_padding_gives_the_same_embeddings_and_gradients():
     torch.testing.assert_close(short, full)
     for a, b in zip(short_grads, full_grads):
         torch.testing.assert_close(a, b)
+
+
+def test_the_gpu_path_embeds_every_token_like_the_deduplicated_cpu_path(monkeypatch):
+    """On a GPU every token goes through the CNN at full width (no host synchronisation); on
+    a CPU each distinct word once, trimmed: the same embeddings and gradients."""
+    from fairseq_struct.models.bert_elmo import DictionaryCharacterEmbedding
+
+    dictionary = _dictionary()
+    model = _model(dictionary)
+    model.train()
+    embedding = model.encoder.sentence_encoder.embed_tokens
+    tokens = torch.tensor([[0, 4, 5, 4, 2, 1, 1], [0, 6, 6, 7, 8, 9, 2]])
+    assert DictionaryCharacterEmbedding.embeds_distinct_words(tokens)
+    results = []
+    for distinct in (True, False):
+        monkeypatch.setattr(
+            DictionaryCharacterEmbedding,
+            "embeds_distinct_words",
+            staticmethod(lambda tokens, distinct=distinct: distinct),
+        )
+        embedding.zero_grad()
+        output = embedding(tokens)
+        output.pow(2).sum().backward()
+        results.append((output.detach(), [p.grad.clone() for p in embedding.parameters()]))
+    (cpu_path, cpu_grads), (gpu_path, gpu_grads) = results
+    assert gpu_path.shape == tokens.shape + (embedding.embedding_dim,)
+    torch.testing.assert_close(gpu_path, cpu_path)
+    for a, b in zip(gpu_grads, cpu_grads):
+        torch.testing.assert_close(a, b)

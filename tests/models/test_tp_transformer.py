@@ -206,6 +206,6 @@ def test_beam_cache_refuses_rows_that_are_not_beam_copies():
     model.set_beam_size(5)
     src = torch.randint(4, 30, (5, 6))
     prev = torch.full((5, 1), dictionary.eos())
-    with torch.no_grad(), pytest.raises(ValueError, match=r"set_beam_size\(1\)"):
+    with torch.no_grad(), pytest.raises(RuntimeError, match=r"set_beam_size\(1\)"):
         encoder_out = model.encoder(src, src_lengths=torch.full((5,), 6))
         model.decoder(prev, encoder_out=encoder_out, incremental_state={})

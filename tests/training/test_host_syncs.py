@@ -1,0 +1,287 @@
+"""No host synchronisation in a training or decoding step of the project's models and criteria
+(issue 12, point 2), checked on any device with `HostSyncRecorder`: every ATen call that would
+make the host wait for a GPU (`.item()`, `int()`, `bool()`, `nonzero`, `unique`, mask indexing)
+is recorded with the code that made it.
+
+Allowed, as fairseq's own code that the project subclasses rather than forks: its Transformer
+encoder and decoder test for padding with `if mask.any()` (one sync per forward, in stock
+`transformer` and `roberta` too), and its sinusoidal position table reads the batch shape from
+a CPU tensor (`shape_as_tensor`, for ONNX export; no GPU sync, but a CPU run cannot tell).
+"""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
+from fairseq.criterions.sentence_prediction import SentencePredictionConfig
+from fairseq.data import Dictionary
+
+import fairseq_struct  # noqa: F401  (registers the models)
+from fairseq_struct.criterions.extractive_qa import ExtractiveQACriterion
+from fairseq_struct.criterions.masked_lm_struct import MaskedLMStructCriterion
+from fairseq_struct.criterions.sentence_prediction_f1 import SentencePredictionF1Criterion
+from fairseq_struct.criterions.token_classification import TokenClassificationCriterion
+from fairseq_struct.host_sync import HostSyncRecorder
+from fairseq_struct.models.bert_elmo import DictionaryCharacterEmbedding
+from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
+from fairseq_struct.modules.token_classification_heads import (
+    HEAD_TYPES,
+    SpanExtractionHead,
+    TokenClassificationHead,
+)
+from fairseq_struct.tasks.masked_lm_struct import (
+    SENTENCE_PAIR_HEAD,
+    MaskedLMStructConfig,
+    MaskedLMStructTask,
+)
+
+FAIRSEQ_SITES = (
+    ("fairseq/models/transformer/transformer_encoder.py", "forward_scriptable"),
+    ("fairseq/models/transformer/transformer_decoder.py", "extract_features_scriptable"),
+    ("fairseq/modules/sinusoidal_positional_embedding.py", "forward"),
+)
+
+
+def assert_no_host_sync(step) -> None:
+    with HostSyncRecorder() as recorder:
+        step()
+    syncs = recorder.syncs_outside(FAIRSEQ_SITES)
+    assert not syncs, HostSyncRecorder.report(syncs)
+
+
+# ------------------------------------------------------------------------------ translation
+
+
+def _translation_batch(dictionary: Dictionary):
+    torch.manual_seed(1)
+    src = torch.randint(4, len(dictionary), (3, 7))
+    src[0, 5:] = dictionary.pad()
+    target = torch.randint(4, len(dictionary), (3, 6))
+    target[1, 4:] = dictionary.pad()
+    prev = torch.cat([torch.full((3, 1), dictionary.eos()), target[:, :-1]], dim=1)
+    return {
+        "net_input": {
+            "src_tokens": src,
+            "src_lengths": torch.tensor([5, 7, 7]),
+            "prev_output_tokens": prev,
+        },
+        "target": target,
+        "ntokens": int(target.ne(dictionary.pad()).sum()),
+        "nsentences": 3,
+    }
+
+
+@pytest.mark.parametrize(
+    "arch,overrides",
+    [
+        ("tp_transformer_tiny", {}),
+        ("transformer_relpos_tiny", {}),
+        ("tp_transformer_tiny", {"max_relative_positions": 0}),  # the fused (SDPA) path
+    ],
+)
+def test_translation_training_step_has_no_host_sync(arch, overrides):
+    dictionary = joined_dictionary(40)
+    model = build_model_from_arch(arch, dictionary, seed=0, **overrides).train()
+    task = SimpleNamespace(target_dictionary=dictionary)
+    criterion = LabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
+    sample = _translation_batch(dictionary)
+
+    def step():
+        loss, _, _ = criterion(model, sample)
+        loss.backward()
+
+    assert_no_host_sync(step)
+
+
+@pytest.mark.parametrize("beam", [1, 2])
+def test_incremental_decoding_steps_have_no_host_sync(beam):
+    """Encoder once, then decoder steps with the incremental state, reordered between steps
+    as beam search does (cross-attention caches one row per sentence when beam > 1)."""
+    dictionary = joined_dictionary(40)
+    model = build_model_from_arch("tp_transformer_tiny", dictionary, seed=0).eval()
+    model.set_beam_size(beam)
+    sample = _translation_batch(dictionary)
+    src = sample["net_input"]["src_tokens"].repeat_interleave(beam, dim=0)
+    lengths = sample["net_input"]["src_lengths"].repeat_interleave(beam, dim=0)
+    rows = src.size(0)
+
+    def decode():
+        with torch.no_grad():
+            encoder_out = model.encoder(src, src_lengths=lengths)
+            state = {}
+            tokens = torch.full((rows, 1), dictionary.eos())
+            for _ in range(3):
+                logits, _ = model.decoder(tokens, encoder_out=encoder_out, incremental_state=state)
+                tokens = torch.cat([tokens, logits[:, -1:].argmax(-1)], dim=1)
+                order = torch.arange(rows).view(-1, beam).flip(1).reshape(-1)
+                model.decoder.reorder_incremental_state_scripting(state, order)
+                tokens = tokens.index_select(0, order)
+
+    assert_no_host_sync(decode)
+
+
+# ------------------------------------------------------------------------------- masked LM
+
+
+def _mlm_batch(data, tokens_are_words: bool = False, sentence_objective: str = "none"):
+    cfg = MaskedLMStructConfig(
+        data=str(data),
+        seed=1,
+        tokens_per_sample=48,
+        tokens_are_words=tokens_are_words,
+        sentence_objective=sentence_objective,
+        sample_break_mode="eos" if sentence_objective == "none" else "complete",
+    )
+    task = MaskedLMStructTask.setup_task(cfg)
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    return task, dataset.collater([dataset[i] for i in range(6)])
+
+
+@pytest.mark.parametrize(
+    "overrides,sentence_objective",
+    [
+        ({"position_embedding": "2d"}, "none"),
+        ({"position_embedding": "1d"}, "sop"),
+        ({"position_embedding": "none", "relative_positions": 4}, "none"),
+        ({"whole_word_attention": True}, "nsp"),
+    ],
+)
+def test_masked_lm_training_step_has_no_host_sync(tiny_mlm_data, overrides, sentence_objective):
+    task, sample = _mlm_batch(tiny_mlm_data["pieces"], sentence_objective=sentence_objective)
+    assert sample["masked_positions"].numel() > 0
+    model = build_model_from_arch("bert2d_tiny", task.source_dictionary, seed=0, **overrides)
+    if sentence_objective != "none":
+        model.register_classification_head(SENTENCE_PAIR_HEAD, num_classes=2)
+    criterion = MaskedLMStructCriterion(task)
+    model.train()
+
+    def step():
+        loss, _, _ = criterion(model, sample)
+        loss.backward()
+
+    assert_no_host_sync(step)
+
+
+def test_bert_elmo_training_step_has_no_host_sync_on_its_gpu_path(tiny_mlm_data, monkeypatch):
+    """The character embedding deduplicates words only on a CPU (free there); the path a GPU
+    takes is forced here."""
+    monkeypatch.setattr(
+        DictionaryCharacterEmbedding, "embeds_distinct_words", staticmethod(lambda tokens: False)
+    )
+    task, sample = _mlm_batch(tiny_mlm_data["words"], tokens_are_words=True)
+    model = build_model_from_arch("bert_elmo_tiny", task.source_dictionary, seed=0).train()
+    criterion = MaskedLMStructCriterion(task)
+
+    def step():
+        loss, _, _ = criterion(model, sample)
+        loss.backward()
+
+    assert_no_host_sync(step)
+
+
+# ------------------------------------------------------------------------------ fine-tuning
+
+
+def _piece_dictionary() -> Dictionary:
+    dictionary = Dictionary()
+    for i in range(30):
+        dictionary.add_symbol(("\u2581" if i % 2 else "") + f"p{i}")
+    dictionary.add_symbol("<mask>")
+    return dictionary
+
+
+def _encoder_batch(dictionary: Dictionary):
+    torch.manual_seed(2)
+    src = torch.randint(4, len(dictionary) - 1, (3, 9))
+    src[0, 7:] = dictionary.pad()
+    return {"src_tokens": src, "src_lengths": torch.tensor([7, 9, 9])}
+
+
+@pytest.mark.parametrize("head_type", HEAD_TYPES)
+def test_token_classification_training_step_has_no_host_sync(head_type):
+    dictionary = _piece_dictionary()
+    labels = Dictionary()
+    for tag in ("O", "B-PER", "I-PER", "B-LOC", "I-LOC"):
+        labels.add_symbol(tag)
+    model = build_model_from_arch("bert2d_tiny", dictionary, seed=0, position_embedding="2d")
+    head = TokenClassificationHead(128, 128, labels.symbols[labels.nspecial :], head_type)
+    model.classification_heads["tags"] = head
+    net_input = _encoder_batch(dictionary)
+    target = torch.randint(labels.nspecial, len(labels), net_input["src_tokens"].shape)
+    target[:, 1::2] = labels.pad()  # labels on the first piece of a word only
+    target[0, 7:] = labels.pad()
+    task = SimpleNamespace(
+        head=lambda m: m.classification_heads["tags"],
+        label_dictionary=labels,
+        cfg=SimpleNamespace(classification_head_name="tags", entity_fix=False),
+        metric="entity_f1",
+    )
+    criterion = TokenClassificationCriterion(task)
+    sample = {
+        "net_input": net_input,
+        "target": target,
+        "ntokens": 25,
+        "nsentences": 3,
+        "nwords": int(target.ne(labels.pad()).sum()),
+    }
+    model.train()
+
+    def step():
+        loss, _, _ = criterion(model, sample)
+        loss.backward()
+
+    assert_no_host_sync(step)
+
+
+def test_sentence_prediction_and_qa_training_steps_have_no_host_sync():
+    dictionary = _piece_dictionary()
+    model = build_model_from_arch("bert2d_tiny", dictionary, seed=0, position_embedding="2d")
+    model.register_classification_head("sentence_classification_head", num_classes=2)
+    model.classification_heads["qa"] = SpanExtractionHead(128, 128)
+    net_input = _encoder_batch(dictionary)
+    classify = SentencePredictionF1Criterion(
+        SentencePredictionConfig(), SimpleNamespace(label_dictionary=None)
+    )
+    sentence_sample = {
+        "net_input": net_input,
+        "target": torch.tensor([0, 1, 1]),
+        "ntokens": 25,
+        "nsentences": 3,
+    }
+    qa_task = SimpleNamespace(
+        cfg=SimpleNamespace(classification_head_name="qa", max_answer_length=5),
+        target_dictionary=dictionary,
+    )
+    answer = ExtractiveQACriterion(qa_task)
+    qa_sample = {
+        "net_input": net_input,
+        "start_positions": torch.tensor([1, 2, 3]),
+        "end_positions": torch.tensor([2, 4, 3]),
+        "ntokens": 25,
+        "nsentences": 3,
+    }
+    model.train()
+
+    def step():
+        for criterion, sample in ((classify, sentence_sample), (answer, qa_sample)):
+            loss, _, _ = criterion(model, sample)
+            loss.backward()
+
+    assert_no_host_sync(step)
+
+
+def test_the_recorder_finds_a_sync_added_back():
+    """The checks above fail when a model syncs: a step that reads a count back is caught."""
+    dictionary = joined_dictionary(40)
+    model = build_model_from_arch("tp_transformer_tiny", dictionary, seed=0).train()
+    sample = _translation_batch(dictionary)
+
+    def step():
+        out, _ = model(**sample["net_input"])
+        int(sample["target"].ne(dictionary.pad()).sum())
+        out.sum().backward()
+
+    with pytest.raises(AssertionError, match="_local_scalar_dense"):
+        assert_no_host_sync(step)
