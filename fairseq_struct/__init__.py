@@ -5,10 +5,12 @@ Importing this package registers every model, architecture, task and criterion w
 torch's `weights_only` loading accepts them, and lets stock `torchrun ... fairseq-train` start
 multi-process training (also on CPUs). It also stops fairseq-fixed from dropping the last
 partial batch of every epoch, validation and generation run (see batching_fix), and gives
-fairseq the `numpy.compat.long` that numpy 2 removed (see numpy_compat).
+fairseq the `numpy.compat.long` that numpy 2 removed (see numpy_compat), and lets `--bf16`
+train on GPUs and CPUs instead of implying a TPU (see bf16_without_tpu).
 """
 
 from fairseq_struct import batching_fix  # noqa: F401
+from fairseq_struct import bf16_without_tpu  # noqa: F401
 from fairseq_struct import checkpoint_safety  # noqa: F401
 from fairseq_struct import criterions  # noqa: F401
 from fairseq_struct import models  # noqa: F401

@@ -16,15 +16,18 @@
 #   --lr LR              peak learning rate
 #   --gpus N             start N processes with torchrun (one per GPU; with --cpu, N CPU workers)
 #   --cpu                train on the CPU
+#   --precision P        auto (default: bf16 on a GPU that has it, fp16 on an older GPU, fp32
+#                        on the CPU), bf16, fp16 or fp32
 set -euo pipefail
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+# The comment block above, without the source that follows it.
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 if [[ -x "$REPO/.venv/bin/python" ]]; then BIN="$REPO/.venv/bin/"; else BIN=""; fi
 USER_DIR="$("${BIN}python" -c 'import fairseq_struct, os; print(os.path.dirname(fairseq_struct.__file__))' 2>/dev/null)"
 
-DATA="" SAVE_DIR="" PROFILE="paper" ARCH="" MAX_UPDATE="" LR="" GPUS=1 CPU=0
+DATA="" SAVE_DIR="" PROFILE="paper" ARCH="" MAX_UPDATE="" LR="" GPUS=1 CPU=0 PRECISION="auto"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --data) DATA="$2"; shift 2 ;;
@@ -35,6 +38,7 @@ while [[ $# -gt 0 ]]; do
     --lr) LR="$2"; shift 2 ;;
     --gpus) GPUS="$2"; shift 2 ;;
     --cpu) CPU=1; shift ;;
+    --precision) PRECISION="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     --) shift; break ;;
     *) echo "train-en-tr.sh: unknown option '$1'" >&2; usage 2 ;;
@@ -59,6 +63,18 @@ case "$PROFILE" in
 esac
 [[ -n "$MAX_UPDATE" ]] && PROFILE_ARGS+=(--max-update "$MAX_UPDATE")
 [[ "$CPU" == 1 ]] && PROFILE_ARGS+=(--cpu --distributed-backend gloo)
+if [[ "$PRECISION" == auto ]]; then
+  PRECISION=fp32
+  if [[ "$CPU" != 1 ]]; then
+    PRECISION="$("${BIN}python" -c 'import torch; c = torch.cuda; print(("bf16" if c.is_bf16_supported() else "fp16") if c.is_available() else "fp32")')"
+  fi
+fi
+case "$PRECISION" in
+  bf16) PROFILE_ARGS+=(--bf16) ;;
+  fp16) PROFILE_ARGS+=(--fp16) ;;
+  fp32) ;;
+  *) echo "train-en-tr.sh: --precision must be auto, bf16, fp16 or fp32, not '$PRECISION'" >&2; exit 2 ;;
+esac
 
 TRAIN=("${BIN}fairseq-train")
 if [[ "$GPUS" -gt 1 ]]; then TRAIN=("${BIN}torchrun" --nproc_per_node "$GPUS" "$(command -v "${BIN}fairseq-train")"); fi

@@ -7,10 +7,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 USER_DIR = str(REPO_ROOT / "fairseq_struct")
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+# Tests that need an NVIDIA GPU: `-m cuda` selects them; where none exists they are skipped,
+# and the summary says why (pytest runs with -ra).
+requires_cuda = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; none here"),
+]
 
 
 def venv_tool(name: str) -> str:

@@ -1,7 +1,7 @@
 """No host synchronisation in a training or decoding step of the project's models and criteria
-(issue 12, point 2), checked on any device with `HostSyncRecorder`: every ATen call that would
-make the host wait for a GPU (`.item()`, `int()`, `bool()`, `nonzero`, `unique`, mask indexing)
-is recorded with the code that made it.
+(issue 12, point 2). On the CPU with `HostSyncRecorder`: every ATen call that would make the host
+wait for a GPU (`.item()`, `int()`, `bool()`, `nonzero`, `unique`, mask indexing) is recorded
+with the code that made it. On a GPU (tests marked `cuda`) with CUDA's own sync debug mode.
 
 Allowed, as fairseq's own code that the project subclasses rather than forks: its Transformer
 encoder and decoder test for padding with `if mask.any()` (one sync per forward, in stock
@@ -9,10 +9,12 @@ encoder and decoder test for padding with `if mask.any()` (one sync per forward,
 a CPU tensor (`shape_as_tensor`, for ONNX export; no GPU sync, but a CPU run cannot tell).
 """
 
+import warnings
 from types import SimpleNamespace
 
 import pytest
 import torch
+from fairseq import utils
 from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 from fairseq.criterions.sentence_prediction import SentencePredictionConfig
 from fairseq.data import Dictionary
@@ -36,6 +38,8 @@ from fairseq_struct.tasks.masked_lm_struct import (
     MaskedLMStructTask,
 )
 
+from conftest import requires_cuda
+
 FAIRSEQ_SITES = (
     ("fairseq/models/transformer/transformer_encoder.py", "forward_scriptable"),
     ("fairseq/models/transformer/transformer_decoder.py", "extract_features_scriptable"),
@@ -43,11 +47,35 @@ FAIRSEQ_SITES = (
 )
 
 
-def assert_no_host_sync(step) -> None:
-    with HostSyncRecorder() as recorder:
-        step()
-    syncs = recorder.syncs_outside(FAIRSEQ_SITES)
-    assert not syncs, HostSyncRecorder.report(syncs)
+DEVICES = ["cpu", pytest.param("cuda", marks=requires_cuda)]
+
+
+def assert_no_host_sync(step, device: str = "cpu") -> None:
+    if device == "cpu":
+        with HostSyncRecorder() as recorder:
+            step()
+        syncs = recorder.syncs_outside(FAIRSEQ_SITES)
+        assert not syncs, HostSyncRecorder.report(syncs)
+        return
+    # CUDA reports every synchronising call as a warning from the Python line that made it.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            step()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    syncs = [
+        warning
+        for warning in caught
+        if "synchroniz" in str(warning.message)
+        and not any(warning.filename.endswith(file) for file, _ in FAIRSEQ_SITES)
+    ]
+    assert not syncs, "\n".join(f"{w.filename}:{w.lineno}: {w.message}" for w in syncs)
+
+
+def on_device(sample, device: str):
+    return utils.move_to_cuda(sample) if device == "cuda" else sample
 
 
 # ------------------------------------------------------------------------------ translation
@@ -80,28 +108,30 @@ def _translation_batch(dictionary: Dictionary):
         ("tp_transformer_tiny", {"max_relative_positions": 0}),  # the fused (SDPA) path
     ],
 )
-def test_translation_training_step_has_no_host_sync(arch, overrides):
+@pytest.mark.parametrize("device", DEVICES)
+def test_translation_training_step_has_no_host_sync(arch, overrides, device):
     dictionary = joined_dictionary(40)
-    model = build_model_from_arch(arch, dictionary, seed=0, **overrides).train()
+    model = build_model_from_arch(arch, dictionary, seed=0, **overrides).train().to(device)
     task = SimpleNamespace(target_dictionary=dictionary)
     criterion = LabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
-    sample = _translation_batch(dictionary)
+    sample = on_device(_translation_batch(dictionary), device)
 
     def step():
         loss, _, _ = criterion(model, sample)
         loss.backward()
 
-    assert_no_host_sync(step)
+    assert_no_host_sync(step, device)
 
 
 @pytest.mark.parametrize("beam", [1, 2])
-def test_incremental_decoding_steps_have_no_host_sync(beam):
+@pytest.mark.parametrize("device", DEVICES)
+def test_incremental_decoding_steps_have_no_host_sync(beam, device):
     """Encoder once, then decoder steps with the incremental state, reordered between steps
     as beam search does (cross-attention caches one row per sentence when beam > 1)."""
     dictionary = joined_dictionary(40)
-    model = build_model_from_arch("tp_transformer_tiny", dictionary, seed=0).eval()
+    model = build_model_from_arch("tp_transformer_tiny", dictionary, seed=0).eval().to(device)
     model.set_beam_size(beam)
-    sample = _translation_batch(dictionary)
+    sample = on_device(_translation_batch(dictionary), device)
     src = sample["net_input"]["src_tokens"].repeat_interleave(beam, dim=0)
     lengths = sample["net_input"]["src_lengths"].repeat_interleave(beam, dim=0)
     rows = src.size(0)
@@ -110,15 +140,15 @@ def test_incremental_decoding_steps_have_no_host_sync(beam):
         with torch.no_grad():
             encoder_out = model.encoder(src, src_lengths=lengths)
             state = {}
-            tokens = torch.full((rows, 1), dictionary.eos())
+            tokens = torch.full((rows, 1), dictionary.eos(), device=device)
             for _ in range(3):
                 logits, _ = model.decoder(tokens, encoder_out=encoder_out, incremental_state=state)
                 tokens = torch.cat([tokens, logits[:, -1:].argmax(-1)], dim=1)
-                order = torch.arange(rows).view(-1, beam).flip(1).reshape(-1)
+                order = torch.arange(rows, device=device).view(-1, beam).flip(1).reshape(-1)
                 model.decoder.reorder_incremental_state_scripting(state, order)
                 tokens = tokens.index_select(0, order)
 
-    assert_no_host_sync(decode)
+    assert_no_host_sync(decode, device)
 
 
 # ------------------------------------------------------------------------------- masked LM
@@ -148,37 +178,49 @@ def _mlm_batch(data, tokens_are_words: bool = False, sentence_objective: str = "
         ({"whole_word_attention": True}, "nsp"),
     ],
 )
-def test_masked_lm_training_step_has_no_host_sync(tiny_mlm_data, overrides, sentence_objective):
+@pytest.mark.parametrize("device", DEVICES)
+def test_masked_lm_training_step_has_no_host_sync(
+    tiny_mlm_data, overrides, sentence_objective, device
+):
     task, sample = _mlm_batch(tiny_mlm_data["pieces"], sentence_objective=sentence_objective)
     assert sample["masked_positions"].numel() > 0
     model = build_model_from_arch("bert2d_tiny", task.source_dictionary, seed=0, **overrides)
     if sentence_objective != "none":
         model.register_classification_head(SENTENCE_PAIR_HEAD, num_classes=2)
     criterion = MaskedLMStructCriterion(task)
-    model.train()
+    model.train().to(device)
+    sample = on_device(sample, device)
 
     def step():
         loss, _, _ = criterion(model, sample)
         loss.backward()
 
-    assert_no_host_sync(step)
+    assert_no_host_sync(step, device)
 
 
-def test_bert_elmo_training_step_has_no_host_sync_on_its_gpu_path(tiny_mlm_data, monkeypatch):
-    """The character embedding deduplicates words only on a CPU (free there); the path a GPU
-    takes is forced here."""
-    monkeypatch.setattr(
-        DictionaryCharacterEmbedding, "embeds_distinct_words", staticmethod(lambda tokens: False)
-    )
+@pytest.mark.parametrize("device", DEVICES)
+def test_bert_elmo_training_step_has_no_host_sync_on_its_gpu_path(
+    tiny_mlm_data, monkeypatch, device
+):
+    """The character embedding deduplicates words only on a CPU (free there); on the CPU the
+    path a GPU takes is forced."""
+    if device == "cpu":
+        monkeypatch.setattr(
+            DictionaryCharacterEmbedding,
+            "embeds_distinct_words",
+            staticmethod(lambda tokens: False),
+        )
     task, sample = _mlm_batch(tiny_mlm_data["words"], tokens_are_words=True)
-    model = build_model_from_arch("bert_elmo_tiny", task.source_dictionary, seed=0).train()
+    model = build_model_from_arch("bert_elmo_tiny", task.source_dictionary, seed=0)
+    model.train().to(device)
     criterion = MaskedLMStructCriterion(task)
+    sample = on_device(sample, device)
 
     def step():
         loss, _, _ = criterion(model, sample)
         loss.backward()
 
-    assert_no_host_sync(step)
+    assert_no_host_sync(step, device)
 
 
 # ------------------------------------------------------------------------------ fine-tuning

@@ -1,0 +1,115 @@
+"""bf16 and fp16 training (issue 12, point 1) with fairseq's own options, on the CPU.
+
+`fairseq-train --bf16` / `--fp16` / `--memory-efficient-fp16` cast the model to half precision
+and keep fp32 master weights in fairseq's FP16Optimizer: every model of the project must train
+that way (finite, falling loss) with its softmax and accumulations in fp32. On the CPU the
+kernels differ from a GPU's, but the dtypes that flow through the project's code are the same.
+The GPU runs are in tests/gpu.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import fairseq_struct  # noqa: F401  (registers the models)
+from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
+from fairseq_struct.modules.whole_word_attention import WholeWordAttention
+
+from conftest import run_tool, tiny_mlm_train_args, tiny_train_args, venv_tool
+
+HALF_OPTIONS = {
+    "bf16": ["--bf16"],
+    # fairseq flattens the fp32 master copy on the current CUDA device; on a CPU it cannot.
+    "fp16": ["--fp16", "--fp16-no-flatten-grads"],
+    "memory_efficient_fp16": ["--memory-efficient-fp16"],
+}
+
+
+def _losses(stdout_and_stderr: str) -> list:
+    """The training loss of every update (`--log-interval 1`)."""
+    pattern = r"train_inner .* loss=([0-9.]+|nan|inf),"
+    return [float(value) for value in re.findall(pattern, stdout_and_stderr)]
+
+
+def _train(args: list, tmp_path: Path) -> list:
+    result = run_tool([venv_tool("fairseq-train"), *args], cwd=tmp_path)
+    losses = _losses(result.stdout + result.stderr)
+    assert losses, result.stderr[-3000:]
+    return losses
+
+
+@pytest.mark.parametrize(
+    "arch,precision",
+    [
+        ("tp_transformer_tiny", "bf16"),
+        ("tp_transformer_tiny", "fp16"),
+        ("transformer_relpos_tiny", "bf16"),
+    ],
+)
+def test_translation_models_train_in_half_precision(
+    arch, precision, tiny_translation_data, tmp_path
+):
+    args = tiny_train_args(tiny_translation_data, tmp_path / "ckpt", max_update=12)
+    args[args.index("tp_transformer_tiny")] = arch
+    args[args.index("adafactor")] = "adam"
+    losses = _train(args + HALF_OPTIONS[precision], tmp_path)
+    assert all(loss == loss and loss < 100 for loss in losses), losses  # finite
+    assert losses[-1] < losses[0], losses
+
+
+@pytest.mark.parametrize(
+    "arch,units,extra,precision",
+    [
+        ("bert2d_tiny", "pieces", [], "bf16"),
+        (
+            "bert2d_tiny",
+            "pieces",
+            ["--relative-positions", "4", "--sentence-objective", "sop"],
+            "memory_efficient_fp16",
+        ),
+        ("bert2d_tiny", "pieces", ["--whole-word-attention"], "bf16"),
+        ("bert_elmo_tiny", "words", ["--tokens-are-words"], "bf16"),
+    ],
+)
+def test_masked_lm_encoders_train_in_half_precision(
+    arch, units, extra, precision, tiny_mlm_data, tmp_path
+):
+    args = tiny_mlm_train_args(
+        tiny_mlm_data[units], tmp_path / "ckpt", 12, "--arch", arch, *extra
+    )
+    losses = _train(args + HALF_OPTIONS[precision], tmp_path)
+    assert all(loss == loss and loss < 100 for loss in losses), losses
+    assert min(losses[-3:]) < losses[0], losses
+
+
+def test_whole_word_attention_in_bf16_follows_fp32():
+    """Softmax and word averaging in fp32: bf16 outputs stay within bf16's resolution of fp32's,
+    also with long words whose averages sum many tokens."""
+    torch.manual_seed(0)
+    attention = WholeWordAttention(64, 4, window=3).eval()
+    x = torch.randn(300, 2, 64)
+    word_index = (torch.arange(300) // 25).expand(2, -1).contiguous()  # 25-token words
+    with torch.no_grad():
+        expected = attention(x, word_index)
+        actual = attention.to(torch.bfloat16)(x.to(torch.bfloat16), word_index)
+    assert actual.dtype == torch.bfloat16
+    error = (actual.float() - expected).abs().max() / expected.abs().max()
+    assert error < 2e-2, error
+
+
+@pytest.mark.parametrize("arch", ["tp_transformer_tiny", "transformer_relpos_tiny"])
+def test_relative_attention_in_bf16_follows_fp32(arch):
+    """The TP-Transformer's forward in bf16 against fp32 (relative value term summed in fp32)."""
+    dictionary = joined_dictionary(40)
+    model = build_model_from_arch(arch, dictionary, seed=0).eval()
+    src = torch.randint(4, 40, (2, 60))
+    prev = torch.randint(4, 40, (2, 50))
+    lengths = torch.tensor([60, 60])
+    with torch.no_grad():
+        expected, _ = model(src, lengths, prev)
+        actual, _ = model.to(torch.bfloat16)(src, lengths, prev)
+    assert actual.dtype == torch.bfloat16
+    error = (actual.float().softmax(-1) - expected.softmax(-1)).abs().max()
+    assert error < 2e-2, error
