@@ -7,7 +7,12 @@ parameters (gradients set to None before each step, so their allocation counts o
 - mha: fairseq's `MultiheadAttention`, called as fairseq's encoder layer calls it (roberta);
 - relpos: full attention with Shaw relative positions (k = 16), the project's
   `RoleRelativeMultiheadAttention` with roles off: the baseline of seed 002, whose BERTs use
-  relative positions, and like WWA an attention that materialises its energies.
+  relative positions, and like WWA an attention that materialises its energies;
+- wwa_window: the windowed part of WWA alone (mha_wind: projections, banded attention, output
+  projection), to follow the window kernel apart from the word attention.
+
+WWA gets the number of words m as a host int (`num_words`), as a data loader that knows its
+words passes it, so that the step makes no host sync.
 
 Word lengths are Turkish-like: 1 + Poisson(mean - 1) pieces per word from a fixed seed, words
 drawn until the tokens are filled. Peak memory on CPU is the maximum of the running sum of the
@@ -129,12 +134,13 @@ def main(argv: List[str]) -> int:
         self_attention=True,
     )
     forwards: Dict[str, Callable[[Tensor], Tensor]] = {
-        "wwa": lambda t: wwa(t, word_index, None),
+        "wwa": lambda t: wwa(t, word_index, None, num_words=m),
+        "wwa_window": lambda t: wwa.windowed_attention(t.transpose(0, 1), None)[0],
         # need_weights=False as in fairseq's TransformerEncoderLayer (roberta's encoder).
         "mha": lambda t: mha(t, t, t, need_weights=False)[0],
         "relpos": lambda t: relpos(t, t, t, need_weights=False)[0],
     }
-    layers = {"wwa": wwa, "mha": mha, "relpos": relpos}
+    layers = {"wwa": wwa, "mha": mha, "relpos": relpos, "wwa_window": wwa}
     steps = {}
     for name, layer in layers.items():
         layer.to(device).train()
@@ -163,7 +169,7 @@ def main(argv: List[str]) -> int:
 
     # Energies per head of one sequence, as eq. 9 counts them.
     with torch.no_grad():
-        wwa(x[:, :1], word_index[:1], None)
+        wwa(x[:, :1], word_index[:1], None, num_words=m)
     energies_measured = wwa.last_energy_count
     energies_formula = attention_energy_count(m, n, args.window)
     memory_ratio = peak_mib["wwa"] / peak_mib["mha"]

@@ -171,3 +171,20 @@ class MaskedPositionsDataset(RightPadDataset):
     def collater(self, samples: List[Tensor]) -> Tensor:
         targets = super().collater(samples)
         return targets.ne(self.pad_idx).view(-1).nonzero().squeeze(1)
+
+
+class MostWordsDataset(BaseWrapperDataset):
+    """The most words of a sequence in a batch (a host int): Whole-Word Attention's number of
+    word slots, counted by the collater so that the model never reads it from the GPU."""
+
+    def __init__(self, dataset, word_start_lookup: Tensor) -> None:
+        super().__init__(dataset)
+        self.word_start_lookup = word_start_lookup
+
+    def __getitem__(self, index: int) -> int:
+        starts = self.word_start_lookup[self.dataset[index]]
+        # The first token always begins a word (word_boundaries.word_structure).
+        return int(starts.sum()) + int(len(starts) > 0 and not bool(starts[0]))
+
+    def collater(self, samples: List[int]) -> int:
+        return max(samples, default=0)

@@ -12,6 +12,7 @@ dictionary is needed to recover the words of a sentence.
 """
 
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 from fairseq.data import Dictionary
@@ -60,15 +61,19 @@ def word_start_lookup(dictionary: Dictionary, tokens_are_words: bool = False) ->
 class WordStructure:
     """Per token (batch, time): the word it belongs to, its place in the word, the word's
     length in tokens, and its sentence segment (0 up to and including the first </s>, 1 after:
-    BERT's token types for sentence pairs)."""
+    BERT's token types for sentence pairs). `max_words`: the most words of a sequence, when
+    the data side counted them (a host int), else None."""
 
     word_index: Tensor
     position_in_word: Tensor
     word_length: Tensor
     segment_index: Tensor
+    max_words: Optional[int] = None
 
 
-def word_structure(word_starts: Tensor, tokens: Tensor, eos: int) -> WordStructure:
+def word_structure(
+    word_starts: Tensor, tokens: Tensor, eos: int, max_words: Optional[int] = None
+) -> WordStructure:
     """The WordStructure of a right-padded batch, from its (batch, time) word-start flags.
 
     Padding tokens are special symbols, so each is a one-token word after the last real word.
@@ -93,4 +98,5 @@ def word_structure(word_starts: Tensor, tokens: Tensor, eos: int) -> WordStructu
         position_in_word=positions - word_start_position,
         word_length=word_end_position - word_start_position + 1,
         segment_index=segment_index,
+        max_words=max_words,
     )

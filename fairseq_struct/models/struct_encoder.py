@@ -112,8 +112,11 @@ class _WholeWordSelfAttention(nn.Module):
     ) -> Tuple[Tensor, None]:
         if attn_mask is not None:
             raise ValueError("Whole-Word Attention takes no attn_mask")
-        word_index = self.context.get().word_index
-        return self.attention(query, word_index, key_padding_mask), None
+        structure = self.context.get()
+        return (
+            self.attention(query, structure.word_index, key_padding_mask, structure.max_words),
+            None,
+        )
 
 
 class StructTransformerEncoder(TransformerEncoder):
@@ -179,13 +182,16 @@ class StructTransformerEncoder(TransformerEncoder):
         return_all_hiddens: bool = False,
         token_embeddings: Optional[Tensor] = None,
         word_starts: Optional[Tensor] = None,
+        max_words: Optional[int] = None,
     ):
         """fairseq's encoder forward; `word_starts` (batch, time) bool, if given, says which
-        tokens begin a word (otherwise the dictionary says it from `src_tokens`)."""
+        tokens begin a word (otherwise the dictionary says it from `src_tokens`); `max_words`,
+        if given, is the most words of a sequence (a host int from the data side; otherwise
+        Whole-Word Attention gives every token a word slot)."""
         if word_starts is None:
             word_starts = self.word_start_lookup[src_tokens]
         self.structure_context.current = word_structure(
-            word_starts, src_tokens, self.dictionary.eos()
+            word_starts, src_tokens, self.dictionary.eos(), max_words
         )
         try:
             return super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)

@@ -39,10 +39,14 @@ class StructRobertaEncoder(RobertaEncoder):
         return_all_hiddens: bool = False,
         masked_tokens: Optional[Tensor] = None,
         word_starts: Optional[Tensor] = None,
+        max_words: Optional[int] = None,
         **unused: Any,
     ):
         x, extra = self.extract_features(
-            src_tokens, return_all_hiddens=return_all_hiddens, word_starts=word_starts
+            src_tokens,
+            return_all_hiddens=return_all_hiddens,
+            word_starts=word_starts,
+            max_words=max_words,
         )
         if not features_only:
             x = self.output_layer(x, masked_tokens=masked_tokens)
@@ -53,6 +57,7 @@ class StructRobertaEncoder(RobertaEncoder):
         src_tokens: Tensor,
         return_all_hiddens: bool = False,
         word_starts: Optional[Tensor] = None,
+        max_words: Optional[int] = None,
         **kwargs: Any,
     ):
         encoder_out = self.sentence_encoder(
@@ -60,6 +65,7 @@ class StructRobertaEncoder(RobertaEncoder):
             return_all_hiddens=return_all_hiddens,
             token_embeddings=kwargs.get("token_embeddings"),
             word_starts=word_starts,
+            max_words=max_words,
         )
         features = encoder_out["encoder_out"][0].transpose(0, 1)  # T x B x C -> B x T x C
         inner_states = encoder_out["encoder_states"] if return_all_hiddens else None

@@ -10,9 +10,15 @@ This module returns mha_wwa(x) + mha_wind(x); the caller adds the residual x.
   output is copied back to its tokens (z_i = ŷ_F(i)).
 - mha_wind: every token attends to the tokens at most w positions away (2w+1 keys, itself
   included) with relative positions d^K_{j-i}, d^V_{j-i} (eqs. 3-4 of the paper); one table row
-  per offset, since the window lies inside the clipping distance. The (T, 2w+1) energies are
-  computed one offset at a time from shifted slices of the padded keys, so time and memory are
-  linear in T and no T x T matrix exists.
+  per offset, since the window lies inside the clipping distance. The band is computed in
+  blocks (Longformer's sliding chunks): each block of b queries meets the b + 2w keys around it
+  in one batched matmul, and the (T, 2w+1) band is read out of the (b, b + 2w) block energies
+  with a strided view; the weighted values go back the same way. Time and memory are linear in
+  T and no T x T matrix exists.
+
+Half precision (fp16/bf16): the softmaxes run in fp32 and the word averages (eq. 8) accumulate
+in fp32; both are cast back to the input dtype. No step reads a tensor back to the host: the
+number of word slots is a host int, given by the caller (`num_words`) or the sequence length.
 
 The two attentions have their own q/k/v/out projections: the paper says mha_wind "introduces
 additional trainable variables compared to the traditional Transformer", i.e. it does not reuse
@@ -32,6 +38,33 @@ from fairseq_struct.modules.relative_position import RelativePositionEmbeddings
 def attention_energy_count(num_words: int, num_tokens: int, window: int = 5) -> int:
     """Energy values per head of WWA for one sequence: m² + (2w+1)·n (eq. 9 of seed 002)."""
     return num_words**2 + (2 * window + 1) * num_tokens
+
+
+def average_words(
+    tokens: Tensor, word_index: Tensor, key_padding_mask: Optional[Tensor], num_words: int
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """eq. 8: x̂_j = mean of the x_i with F(i) = j, as scatter-adds (linear in T).
+
+    tokens (B, T, C), word_index (B, T) with values below num_words at the real tokens. Returns
+    the word vectors (B, num_words, C) in the dtype of tokens, the word sizes (B, num_words) in
+    tokens (0 for an empty slot) and the word index with padding tokens sent to word 0. Sums and
+    sizes accumulate in fp32 at least: fp16 sums of a long word overflow, bf16 ones drop the
+    small terms.
+    """
+    batch, _, dim = tokens.shape
+    summands = tokens.to(torch.promote_types(tokens.dtype, torch.float32))
+    if key_padding_mask is not None:
+        # Padding tokens join word 0 with weight 0, whatever word_index says there.
+        word_index = word_index.masked_fill(key_padding_mask, 0)
+        summands = summands.masked_fill(key_padding_mask.unsqueeze(-1), 0.0)
+        token_weight = (~key_padding_mask).to(summands.dtype)
+    else:
+        token_weight = summands.new_ones(word_index.shape)
+    token_to_word = word_index.unsqueeze(-1).expand(-1, -1, dim)
+    word_sums = summands.new_zeros(batch, num_words, dim).scatter_add(1, token_to_word, summands)
+    word_sizes = summands.new_zeros(batch, num_words).scatter_add(1, word_index, token_weight)
+    words = word_sums / word_sizes.clamp(min=1).unsqueeze(-1)
+    return words.to(tokens.dtype), word_sizes, word_index
 
 
 class AttentionProjections(nn.Module):
@@ -76,15 +109,21 @@ class WholeWordAttention(nn.Module):
         window: int = 5,
         max_relative_position: int = 16,
         dropout: float = 0.0,
+        window_block_size: int = 16,
     ) -> None:
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim {embed_dim} is not a multiple of num_heads {num_heads}")
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
+        if window_block_size < 1:
+            raise ValueError(f"window_block_size must be >= 1, got {window_block_size}")
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.window = window
+        # Queries per block of the banded window attention: any size gives the same outputs;
+        # each block computes b x (b + 2w) energies to keep b x (2w + 1) of them.
+        self.window_block_size = window_block_size
         head_dim = embed_dim // num_heads
         self.word_attention = AttentionProjections(embed_dim, num_heads)
         self.word_relative_positions = RelativePositionEmbeddings(max_relative_position, head_dim)
@@ -97,38 +136,50 @@ class WholeWordAttention(nn.Module):
         self.last_energy_count: Optional[int] = None
 
     def forward(
-        self, x: Tensor, word_index: Tensor, key_padding_mask: Optional[Tensor] = None
+        self,
+        x: Tensor,
+        word_index: Tensor,
+        key_padding_mask: Optional[Tensor] = None,
+        num_words: Optional[int] = None,
     ) -> Tensor:
         """mha_wwa(x) + mha_wind(x), without the residual.
 
         x: (T, B, C) time-major, as fairseq's encoder layers. word_index: (B, T) long, the word
         of each token (0, 0, 1, 2, 2, ...), any value at padding. key_padding_mask: (B, T) bool,
-        True at padding, or None. Returns (T, B, C).
+        True at padding, or None. num_words: a host int above every word index of the batch
+        (the most words of a sequence, or any upper bound), when the caller knows it; None
+        uses T word slots (m² energies become T²). It is not checked against word_index (that
+        would sync): a smaller one is an out-of-range scatter. Returns (T, B, C).
         """
         tokens = x.transpose(0, 1)
-        words, word_energies = self.whole_word_attention(tokens, word_index, key_padding_mask)
+        words, word_energies = self.whole_word_attention(
+            tokens, word_index, key_padding_mask, num_words=num_words
+        )
         window, window_energies = self.windowed_attention(tokens, key_padding_mask)
         self.last_energy_count = word_energies + window_energies
         return (words + window).transpose(0, 1)
 
     def whole_word_attention(
-        self, tokens: Tensor, word_index: Tensor, key_padding_mask: Optional[Tensor]
+        self,
+        tokens: Tensor,
+        word_index: Tensor,
+        key_padding_mask: Optional[Tensor],
+        num_words: Optional[int] = None,
     ) -> Tuple[Tensor, int]:
-        """mha_wwa of tokens (B, T, C): (B, T, C) output and energy values per head."""
-        batch, _, dim = tokens.shape
-        if key_padding_mask is not None:
-            # Padding tokens join word 0 with weight 0, whatever word_index says there.
-            word_index = word_index.masked_fill(key_padding_mask, 0)
-            tokens = tokens.masked_fill(key_padding_mask.unsqueeze(-1), 0.0)
-            token_weight = (~key_padding_mask).to(tokens.dtype)
-        else:
-            token_weight = tokens.new_ones(word_index.shape)
-        num_words = int(word_index.max()) + 1
-        token_to_word = word_index.unsqueeze(-1).expand(-1, -1, dim)
-        # eq. 8: x̂_j = mean of the x_i with F(i) = j, as scatter-adds (linear in T).
-        word_sums = tokens.new_zeros(batch, num_words, dim).scatter_add(1, token_to_word, tokens)
-        word_sizes = tokens.new_zeros(batch, num_words).scatter_add(1, word_index, token_weight)
-        words = word_sums / word_sizes.clamp(min=1).unsqueeze(-1)
+        """mha_wwa of tokens (B, T, C): (B, T, C) output and energy values per head.
+
+        num_words: word slots, a host int above every word index (see `forward`); None gives T
+        slots, since a sequence of T tokens has at most T words. Slots without tokens have size
+        0: they are masked as keys and no token reads their output, so the real outputs do not
+        depend on the number of slots, only the cost does (m² energies per head).
+        """
+        batch, length, _ = tokens.shape
+        if num_words is None:
+            # Not word_index.max() + 1: reading it would make the host wait for the device.
+            num_words = length
+        words, word_sizes, word_index = average_words(
+            tokens, word_index, key_padding_mask, num_words
+        )
         word_padding_mask = word_sizes == 0
 
         q, k, v = self.word_attention.queries_keys_values(words)
@@ -139,39 +190,71 @@ class WholeWordAttention(nn.Module):
         heads = torch.matmul(probs, v) + relative.value_term(probs, bucket_index)
         word_outputs = self.word_attention.output(heads)
         # z_i = ŷ_F(i): every token gets its word's output.
+        token_to_word = word_index.unsqueeze(-1).expand(-1, -1, word_outputs.size(-1))
         return word_outputs.gather(1, token_to_word), batch * energies.size(-2) * energies.size(-1)
 
     def windowed_attention(
         self, tokens: Tensor, key_padding_mask: Optional[Tensor]
     ) -> Tuple[Tensor, int]:
-        """mha_wind of tokens (B, T, C): (B, T, C) output and energy values per head."""
+        """mha_wind of tokens (B, T, C): (B, T, C) output and energy values per head.
+
+        The band of energies (B, H, T, 2w+1), offset o being key i + o - w of query i, comes from
+        blocks: query block c (queries cb .. cb+b-1) against its extended key block (keys
+        cb-w .. cb+b-1+w, i.e. rows cb .. cb+b+2w-1 of the keys padded with w zeros in front),
+        one batched matmul for all blocks. Row r of a block needs columns r .. r+2w of its
+        (b, b+2w) energies: element (r, o) of the band lies at r(b+2w+1) + o of the flattened
+        block, a strided view. The weights go back to (b, b+2w) blocks by the inverse shift
+        (pad each row with b zeros, flatten, drop the last b) for one matmul with the values.
+        """
         batch, length, _ = tokens.shape
         w = self.window
         span = 2 * w + 1
+        block = self.window_block_size
+        num_blocks = -(-length // block)
+        padded_length = num_blocks * block
+        extended = block + 2 * w
         q, k, v = self.window_attention.queries_keys_values(tokens)
-        # Key j = i + o - w for offset o is row i of the padded keys shifted by o: one slice per
-        # offset, so no (T, 2w+1, d) copy of the keys and values is made, nor saved for backward.
-        k_padded = nn.functional.pad(k, (0, 0, w, w))
-        v_padded = nn.functional.pad(v, (0, 0, w, w))
+        heads_shape = q.shape[:2]
+        relative = self.window_relative_positions
+
+        # Queries padded to whole blocks (the extra ones are dropped at the end), in one
+        # contiguous (B, H, T', d) copy that both matmuls read as a view.
+        if padded_length > length:
+            q = nn.functional.pad(q, (0, 0, 0, padded_length - length))
+        else:
+            q = q.contiguous()  # a pad by nothing would keep the (B, T, H, d) layout
+        blocked = (*heads_shape, num_blocks, block)
+        # (B, H, blocks, d, b + 2w) and (B, H, blocks, b + 2w, d): overlapping windows, views.
+        key_padding = (0, 0, w, w + padded_length - length)
+        k_blocks = nn.functional.pad(k, key_padding).unfold(2, extended, block)
+        v_blocks = nn.functional.pad(v, key_padding).unfold(2, extended, block).transpose(-1, -2)
+        block_energies = torch.matmul(q.view(*blocked, -1), k_blocks)
+        band = block_energies.flatten(-2).unfold(-1, span, extended + 1)
+        # Offset o is row o of the relative table (clipping at w): q_i · d^K_{j-i} is a matmul.
+        relative_energies = torch.matmul(q, relative.relative_keys.transpose(0, 1))
+        energies = (band + relative_energies.view(*blocked, span)).view(q.shape[:-1] + (span,))
+
         if key_padding_mask is None:
             key_padding_mask = torch.zeros(batch, length, dtype=torch.bool, device=tokens.device)
         # Keys outside the sequence count as padding.
-        outside = nn.functional.pad(key_padding_mask, (w, w), value=True).unfold(1, span, 1)
-
-        relative = self.window_relative_positions
-        energies = torch.stack(
-            [(q * k_padded[:, :, o : o + length]).sum(-1) for o in range(span)], dim=-1
-        )
-        # Offset o is row o of the relative table (clipping at w): q_i · d^K_{j-i} is a matmul.
-        energies = energies + torch.matmul(q, relative.relative_keys.transpose(0, 1))
+        outside = nn.functional.pad(key_padding_mask, (w, w + padded_length - length), value=True)
+        outside = outside.unfold(1, span, 1)
         probs = self._masked_softmax(energies, outside[:, None, :, :])
-        heads = torch.matmul(probs, relative.relative_values)
-        for o in range(span):
-            heads = heads + probs[..., o : o + 1] * v_padded[:, :, o : o + length]
-        return self.window_attention.output(heads), batch * length * span
+
+        # Row r shifted right by r: pad every row with b zeros, flatten the block, drop b.
+        block_probs = nn.functional.pad(probs, (0, block)).view(*heads_shape, num_blocks, -1)
+        block_probs = block_probs[..., : block * extended].view(*blocked, extended)
+        heads = torch.matmul(block_probs, v_blocks).view(q.shape)
+        heads = heads + torch.matmul(probs, relative.relative_values)
+        # Energies of the band, as eq. 9 counts them; the block matmul evaluates
+        # (b + 2w) / (2w + 1) times as many dot products and keeps the band.
+        return self.window_attention.output(heads[:, :, :length]), batch * length * span
 
     def _masked_softmax(self, energies: Tensor, mask: Tensor) -> Tensor:
         # The dtype's lowest finite value rather than -inf: a padding token whose whole window is
         # padding gets finite (ignored) weights instead of NaNs that would reach the gradients.
         energies = energies.masked_fill(mask, torch.finfo(energies.dtype).min)
-        return self.dropout_module(torch.softmax(energies, dim=-1))
+        # In fp32 (fp64 stays fp64) whatever the input dtype: fp16/bf16 sums lose too much.
+        accumulate = torch.promote_types(energies.dtype, torch.float32)
+        probs = torch.softmax(energies, dim=-1, dtype=accumulate).to(energies.dtype)
+        return self.dropout_module(probs)

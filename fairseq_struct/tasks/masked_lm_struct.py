@@ -7,6 +7,8 @@ plus:
   `--bpe` and then fails in `MaskedLMTask.load_dataset`, so it is refused here;
 - `net_input["word_starts"]`: the word-start flags of the *unmasked* tokens, so that BERT2D's
   positions and Whole-Word Attention see the words as they were before masking;
+- `net_input["max_words"]`: the most words of a sequence in the batch, a host int that sizes
+  Whole-Word Attention's word level without a host synchronisation;
 - `sample["masked_positions"]`: the flat indices of the target tokens, found by the collater
   so that the criterion needs no host synchronisation on a GPU;
 - `--sentence-objective nsp|sop`: sentence pairs from documents (empty lines separate them),
@@ -37,6 +39,7 @@ from fairseq_struct.masked_lm.masking import (
     MASK_STRATEGIES,
     MaskedPositionsDataset,
     MaskedWordsDataset,
+    MostWordsDataset,
     MaskingOptions,
     WordStartsDataset,
 )
@@ -148,6 +151,7 @@ class MaskedLMStructTask(MaskedLMTask):
             "word_starts": RightPadDataset(
                 WordStartsDataset(sequences, self.word_start_lookup), pad_idx=1
             ),
+            "max_words": MostWordsDataset(sequences, self.word_start_lookup),
         }
         fields = {
             "id": IdDataset(),
