@@ -40,7 +40,9 @@ SYNCING_OPERATIONS = frozenset(
     }
 )
 # Operations that sync only for some arguments: bool-mask indexing, data-dependent repeats.
-_MASK_INDEXING = frozenset({"aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl_"})
+_MASK_INDEXING = frozenset(
+    {"aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl_"}
+)
 
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
@@ -84,7 +86,9 @@ class HostSyncRecorder(TorchDispatchMode):
         super().__init__()
         self.syncs: List[HostSync] = []
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Optional[Dict] = None):
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: Any = (), kwargs: Optional[Dict] = None
+    ):
         kwargs = kwargs or {}
         operation = str(func.overloadpacket)
         if _syncs(operation, args, kwargs):

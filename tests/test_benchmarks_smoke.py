@@ -40,3 +40,27 @@ def test_turkish_segmentation_benchmark_compares_every_line_and_scales(tmp_path)
     assert figures["ratio"] > 0 and figures["workers_scaling"]["lines"] == 6
     assert len(figures["workers_scaling"]["runs"]) == 2
     assert figures["workers_scaling"]["speedup_ceiling_independent_copies"] > 0
+
+
+def test_gpu_benchmark_runs_every_comparison_on_the_cpu():
+    """bench_gpu_training.py is meant for a GPU (where none is lent it never runs otherwise):
+    its --tiny CPU run goes through every comparison, so a change elsewhere that breaks it shows
+    here rather than on the GPU machine."""
+    command = [sys.executable, "benchmarks/bench_gpu_training.py", "--device", "cpu"]
+    command += ["--dtype", "fp32", "--tiny"]
+    result = run_tool(command, cwd=REPO_ROOT, timeout=300)
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    names = [figures["benchmark"] for figures in lines]
+    assert names == [
+        "translation_training",
+        "translation_training",
+        "translation_generation",
+        "mlm_training",
+        "whole_word_attention",
+    ], names
+    rate_keys = {"tokens/s": "tokens_per_s", "sentences/s": "sentences_per_s"}
+    for figures in lines[:4]:
+        a, b = figures["a"], figures["b"]
+        assert a["model_flops_per_step"] > 0 and b["model_flops_per_step"] > 0
+        rate = rate_keys[figures["ratio_is"].split(" of ")[0]]
+        assert figures["ratio"] == pytest.approx(a[rate] / b[rate], rel=1e-3)

@@ -80,7 +80,9 @@ class MaskedLMStructCriterion(FairseqCriterion):
             )
             loss = loss + sentence_loss * (sample_size / nsentences)
             logging_output["sentence_loss"] = sentence_loss.data
-            logging_output["sentence_correct"] = sentence_logits.argmax(-1).eq(sentence_target).sum()
+            logging_output["sentence_correct"] = (
+                sentence_logits.argmax(-1).eq(sentence_target).sum()
+            )
         logging_output["loss"] = loss.data
         return loss, sample_size, logging_output
 

@@ -39,8 +39,8 @@ from fairseq_struct.masked_lm.masking import (
     MASK_STRATEGIES,
     MaskedPositionsDataset,
     MaskedWordsDataset,
-    MostWordsDataset,
     MaskingOptions,
+    MostWordsDataset,
     WordStartsDataset,
 )
 from fairseq_struct.masked_lm.sentence_pairs import SentencePairDataset, SentencePairLabels

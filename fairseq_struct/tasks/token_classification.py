@@ -22,8 +22,8 @@ from typing import Any, List, Optional
 
 import numpy as np
 from fairseq.data import (
-    Dictionary,
     BaseWrapperDataset,
+    Dictionary,
     IdDataset,
     NestedDictionaryDataset,
     NumelDataset,

@@ -59,8 +59,20 @@ def test_word_positions_do_not_depend_on_the_vocabulary_size(tmp_path):
     from fairseq_struct.data import synthetic_en_tr
     from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
 
-    synthetic_en_tr.main(["--out-dir", str(tmp_path / "raw"), "--train", "1500", "--valid", "20",
-                          "--test", "20", "--seed", "3"])
+    synthetic_en_tr.main(
+        [
+            "--out-dir",
+            str(tmp_path / "raw"),
+            "--train",
+            "1500",
+            "--valid",
+            "20",
+            "--test",
+            "20",
+            "--seed",
+            "3",
+        ]
+    )
     text = (tmp_path / "raw" / "train.tr").read_text(encoding="utf-8").splitlines()
     sentences = (tmp_path / "raw" / "valid.tr").read_text(encoding="utf-8").splitlines()
     word_positions = []
@@ -71,8 +83,9 @@ def test_word_positions_do_not_depend_on_the_vocabulary_size(tmp_path):
         lookup = word_start_lookup(dictionary)
         per_word = []
         for pieces in encoded:
-            tokens = torch.tensor([[dictionary.bos()] + [dictionary.index(p) for p in pieces]
-                                   + [dictionary.eos()]])
+            tokens = torch.tensor(
+                [[dictionary.bos()] + [dictionary.index(p) for p in pieces] + [dictionary.eos()]]
+            )
             structure = word_structure(lookup[tokens], tokens, dictionary.eos())
             first_piece = structure.position_in_word[0] == 0
             per_word.append(structure.word_index[0][first_piece].tolist())

@@ -73,9 +73,7 @@ def test_self_attention_without_relative_positions_takes_masks_like_fairseq(mask
     x = torch.randn(6, 2, EMBED)
     future = torch.triu(torch.ones(6, 6, dtype=torch.bool), diagonal=1)
     attn_mask = (
-        future
-        if mask_dtype == torch.bool
-        else torch.zeros(6, 6).masked_fill(future, float("-inf"))
+        future if mask_dtype == torch.bool else torch.zeros(6, 6).masked_fill(future, float("-inf"))
     )
     padding = torch.zeros(2, 6, dtype=torch.bool)
     padding[0, 5:] = True
@@ -109,8 +107,13 @@ def test_beam_cached_cross_attention_fused_equals_explicit():
     for need_weights in (False, True):
         state = {}
         out, _ = attention(
-            query, memory, memory, key_padding_mask=padding, incremental_state=state,
-            static_kv=True, need_weights=need_weights,
+            query,
+            memory,
+            memory,
+            key_padding_mask=padding,
+            incremental_state=state,
+            static_kv=True,
+            need_weights=need_weights,
         )
         results.append(out)
     full = _attention(cross=True)  # no beam caching: every row its own keys

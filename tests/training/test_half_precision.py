@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import run_tool, tiny_mlm_train_args, tiny_train_args, venv_tool
 
 import fairseq_struct  # noqa: F401  (registers the models)
 from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.modules.whole_word_attention import WholeWordAttention
-
-from conftest import run_tool, tiny_mlm_train_args, tiny_train_args, venv_tool
 
 HALF_OPTIONS = {
     "bf16": ["--bf16"],
@@ -76,9 +75,7 @@ def test_translation_models_train_in_half_precision(
 def test_masked_lm_encoders_train_in_half_precision(
     arch, units, extra, precision, tiny_mlm_data, tmp_path
 ):
-    args = tiny_mlm_train_args(
-        tiny_mlm_data[units], tmp_path / "ckpt", 12, "--arch", arch, *extra
-    )
+    args = tiny_mlm_train_args(tiny_mlm_data[units], tmp_path / "ckpt", 12, "--arch", arch, *extra)
     losses = _train(args + HALF_OPTIONS[precision], tmp_path)
     assert all(loss == loss and loss < 100 for loss in losses), losses
     assert min(losses[-3:]) < losses[0], losses

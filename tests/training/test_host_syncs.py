@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from conftest import requires_cuda
 from fairseq import utils
 from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 from fairseq.criterions.sentence_prediction import SentencePredictionConfig
@@ -37,8 +38,6 @@ from fairseq_struct.tasks.masked_lm_struct import (
     MaskedLMStructConfig,
     MaskedLMStructTask,
 )
-
-from conftest import requires_cuda
 
 FAIRSEQ_SITES = (
     ("fairseq/models/transformer/transformer_encoder.py", "forward_scriptable"),
