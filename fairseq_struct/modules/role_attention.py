@@ -6,6 +6,13 @@ bound to its role by the Hadamard product: Z = V̄ ⊙ R + V̄ (Soulos et al.'s 
 or Z = V̄ ⊙ R (Schlag et al.). With roles off this is a plain relative-position attention, the
 paper's baseline, on the same code path.
 
+Two paths give the same V̄. Without a relative-position term (cross-attention, and
+self-attention with --max-relative-positions 0) and without weights to return, V̄ comes from
+`F.scaled_dot_product_attention` (flash / memory-efficient kernels on a GPU; no T x T
+probabilities stored), and the role binding is applied after it. Otherwise the attention is
+written out: the Shaw terms need the probabilities, and callers asking for weights get them.
+Softmaxes run in fp32 at least, whatever the weights' precision.
+
 This is a complete forward, not a patch on fairseq's MultiheadAttention: that class takes a
 fused `F.multi_head_attention_forward` fast path which would skip roles and relative positions.
 The call signature, the incremental state layout (prev_key/prev_value of shape

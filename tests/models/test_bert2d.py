@@ -160,3 +160,24 @@ def test_2d_positions_allow_more_tokens_than_positions_when_the_words_fit():
     with torch.no_grad():
         features, _ = model(tokens, features_only=True)
     assert features.shape == (1, 10, 128)
+
+
+@pytest.mark.parametrize("mode", ["1d", "2d"])
+def test_absolute_position_encoders_attend_with_the_fused_kernel(mode, monkeypatch):
+    """No relative-position term: fairseq's attention layer calls torch's
+    scaled_dot_product_attention (flash / memory-efficient kernels on a GPU), in training too."""
+    import torch.nn.functional as F
+
+    fused = F.scaled_dot_product_attention
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].shape)
+        return fused(*args, **kwargs)
+
+    monkeypatch.setattr(F, "scaled_dot_product_attention", counted)
+    dictionary = _base_dictionary()
+    model = build_model_from_arch("bert2d_tiny", dictionary, seed=0, position_embedding=mode)
+    tokens = torch.tensor([[dictionary.bos(), 5, 600, 6, dictionary.eos(), dictionary.pad()]])
+    model.train()(tokens, features_only=True)[0].sum().backward()
+    assert len(calls) == 2, calls  # once per layer of bert2d_tiny
