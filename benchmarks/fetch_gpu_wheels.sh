@@ -8,7 +8,7 @@
 # /work/.library/device/KINDS.md for its package list). In every `run` that uses them, name `.whl` in carry and begin
 # the command with:
 #   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-#     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD || exit;
+#     --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH || exit;
 # See benchmarks/README.md, "On the GPU machine", for the test and benchmark commands.
 set -euo pipefail
 cd "$(dirname "$0")/.."

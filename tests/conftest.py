@@ -2,6 +2,7 @@
 
 import os
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,8 +23,11 @@ requires_cuda = [
 
 
 def venv_tool(name: str) -> str:
-    """Console scripts of the interpreter that runs the tests (fairseq-train, torchrun ...)."""
-    return str(Path(sys.executable).with_name(name))
+    """Console scripts of the interpreter that runs the tests (fairseq-train, torchrun ...), or
+    the one on PATH where packages were installed elsewhere (`pip install --target`, as on the
+    lent GPU machine)."""
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.exists() else shutil.which(name) or str(beside)
 
 
 def run_tool(args: list, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:

@@ -2,7 +2,7 @@
 decoding equal to the full forward, and a checkpoint that round-trips, all on CUDA.
 
 Marked `cuda`: skipped, with the reason in the summary, on a machine without a GPU; run them
-with `pytest -m cuda tests` on one. The host-synchronisation checks on CUDA are in
+with `pytest -m cuda tests/gpu tests/training/test_host_syncs.py` on one. The host-synchronisation checks on CUDA are in
 tests/training/test_host_syncs.py (their `cuda` variants).
 """
 
