@@ -10,7 +10,7 @@ pieces, so ~1.5 pieces per word; rows of exactly `--seq-len` tokens (<s> ... </s
 
 One training step is what fairseq-train does with the `masked_lm_struct` criterion: forward in
 train mode (dropout on) to the features (bert2d also gets the task's `word_starts`), the LM head
-on the masked positions only (`model.encoder.output_layer(features, masked_tokens=...)`),
+on the masked positions only (picked by their flat indices, as the criterion does),
 cross-entropy over the targets, backward, and an AdamW step. The sides are timed in turns
 (a, b, a, b, ...) after a warm-up; each side's figure is the median of the repeats. Throughput
 is input tokens per second (all tokens of the batch, <s> and </s> included: fairseq's `wps`).
@@ -251,15 +251,17 @@ def make_training_step(
     padding_idx: int,
 ) -> Callable[[], None]:
     """The masked_lm_struct criterion's MLM loss, then backward and an optimizer step."""
-    masked = target.ne(padding_idx)
-    targets = target[masked]
+    # Flat indices of the masked tokens, as the task's collater gives them to the criterion.
+    positions = target.ne(padding_idx).view(-1).nonzero().squeeze(1)
+    targets = target.reshape(-1).index_select(0, positions)
     output_targets = getattr(model.encoder, "output_targets", None)
     if output_targets is not None:  # bert_elmo: output over the N most frequent words
         targets = output_targets(targets)
 
     def step() -> None:
         features, _ = model(**net_input, features_only=True)
-        logits = model.encoder.output_layer(features, masked_tokens=masked)
+        masked_features = features.reshape(-1, features.size(-1)).index_select(0, positions)
+        logits = model.encoder.output_layer(masked_features)
         loss = F.cross_entropy(logits.float(), targets, reduction="sum")
         optimizer.zero_grad(set_to_none=True)
         # fairseq divides the gradient by sample_size, the number of masked tokens.
