@@ -1,0 +1,84 @@
+"""Data parallelism is gradient accumulation (issue 12, point 6): two torchrun processes on the
+CPU (gloo) and one process with `--update-freq 2` see the same batches in every update (rank r
+takes batches r, r + 2, ...; update-freq groups batches 2k and 2k + 1), so from the same seed
+they reach the same weights and loss after 10 updates. Dropout is off: its masks follow each
+process's random stream, which differs between the two set-ups by design.
+
+The single process runs on the CPU here and, in the `cuda` variant, on one GPU (the issue's
+"1-GPU run with --update-freq 2").
+"""
+
+import socket
+from pathlib import Path
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+
+import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
+
+from conftest import REPO_ROOT, requires_cuda, run_tool, tiny_train_args, venv_tool
+
+UPDATES = 10
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _args(data: Path, save_dir: Path) -> list:
+    args = tiny_train_args(data, save_dir, max_update=UPDATES)
+    args[args.index("adafactor")] = "adam"
+    # Deterministic updates: no dropout, and no validation in between.
+    return args + ["--dropout", "0", "--disable-validation", "--distributed-backend", "gloo"]
+
+
+def _validation_loss(checkpoint: Path) -> float:
+    """Mean token NLL of the whole validation set under a checkpoint (on the CPU, in fp32)."""
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+    model = models[0].eval()
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    sample = dataset.collater([dataset[i] for i in range(len(dataset))])
+    with torch.no_grad():
+        logits, _ = model(**sample["net_input"])
+    lprobs = torch.log_softmax(logits.float(), dim=-1)
+    target = sample["target"]
+    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    real = target.ne(task.target_dictionary.pad())
+    return float(nll.masked_fill(~real, 0.0).sum() / real.sum())
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=requires_cuda)])
+def test_two_processes_equal_one_process_with_update_freq_2(
+    device, tiny_translation_data, tmp_path
+):
+    two = tmp_path / "two-processes"
+    run_tool(
+        [
+            venv_tool("torchrun"),
+            "--nproc_per_node",
+            "2",
+            "--master_port",
+            str(_free_port()),
+            venv_tool("fairseq-train"),
+            *_args(tiny_translation_data, two),
+        ],
+        cwd=REPO_ROOT,
+    )
+    one = tmp_path / "one-process"
+    single = _args(tiny_translation_data, one) + ["--update-freq", "2"]
+    if device == "cuda":
+        single.remove("--cpu")
+    run_tool([venv_tool("fairseq-train"), *single], cwd=REPO_ROOT)
+
+    states = [torch.load(path / "checkpoint_last.pt") for path in (two, one)]
+    assert [s["optimizer_history"][-1]["num_updates"] for s in states] == [UPDATES, UPDATES]
+    weights = [s["model"] for s in states]
+    assert weights[0].keys() == weights[1].keys()
+    largest = max((weights[0][k].float() - weights[1][k].float()).abs().max() for k in weights[0])
+    assert largest < 1e-4, largest
+    losses = [_validation_loss(path / "checkpoint_last.pt") for path in (two, one)]
+    assert abs(losses[0] - losses[1]) < 1e-4, losses
