@@ -11,11 +11,12 @@ reads PREFIX.en / PREFIX.tr of each split and
 2. in `morph` mode, segments the target side into morphemes (Turkish: Zemberek; Inuktitut:
    Morfessor Baseline learnt from the training split); the source side is never segmented;
 3. trains one joint SentencePiece model on the training text of both sides;
-4. encodes every split and checks that `pieces_to_text` gives back every raw line;
+4. encodes every split and checks that `pieces_to_text` gives back every line (with its
+   whitespace normalised: one space between words, none at the edges; counted in the report);
 5. writes, atomically, into --out-dir:
      spm.model                          the SentencePiece model
      {train,valid,test}.sp.{src,tgt}    pieces, the input of fairseq-preprocess
-     {valid,test}.raw.{src,tgt}         the raw text of the kept pairs, for sacreBLEU
+     {valid,test}.raw.{src,tgt}         the untouched raw text of the kept pairs, for sacreBLEU
      {train,valid,test}.seg.{tgt}       morph mode: the segmented target (￭ between morphemes),
                                         for morphological density (eval.density_buckets)
      prepare_report.json                what was dropped, unseen characters, long words,
@@ -312,15 +313,17 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
 
     encoded: Dict[str, Dict[str, List[List[str]]]] = {}
     for split in SPLITS:
-        raw = {src: splits[split].source, tgt: splits[split].target}
+        # The pieces spell the whitespace-normalised line; scoring reads the untouched one.
+        normalised = {src: splits[split].source, tgt: splits[split].target}
+        untouched = {src: splits[split].raw_source, tgt: splits[split].raw_target}
         encoded[split] = {}
         for lang, lines in texts[split].items():
             pieces = model.encode_lines(lines, num_threads=args.workers)
             path = out_dir / f"{split}.sp.{lang}"
-            _check_round_trip(pieces, raw[lang], path)
+            _check_round_trip(pieces, normalised[lang], path)
             atomic_write_lines(path, (" ".join(line_pieces) for line_pieces in pieces))
             if split != "train":
-                atomic_write_lines(out_dir / f"{split}.raw.{lang}", raw[lang])
+                atomic_write_lines(out_dir / f"{split}.raw.{lang}", untouched[lang])
             encoded[split][lang] = pieces
 
     piece_counts = _piece_counts(model, encoded)
@@ -415,6 +418,7 @@ def format_summary(report: Dict[str, object]) -> str:
             f"{split}: {split_report['pairs_kept']} pairs kept, {dropped} dropped"
             + (f" ({reasons})" if reasons else "")
             + f", {split_report['long_words']} words over {LONG_WORD_CHARS} characters"
+            + f", {split_report['whitespace_normalised']} lines with whitespace normalised"
         )
         for lang, counts in split_report["encoded"].items():
             if counts["pieces_not_in_train"]:

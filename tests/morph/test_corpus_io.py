@@ -27,10 +27,11 @@ def write_pair(tmp_path, split, source_lines, target_lines, raw_target=None):
 
 
 def test_good_pairs_are_read_unchanged(tmp_path):
-    source, target = write_pair(tmp_path, "train", ["Hello  there.", "Bye"], ["Merhaba.", "Güle"])
+    source, target = write_pair(tmp_path, "train", ["Hello there.", "Bye"], ["Merhaba.", "Güle"])
     split = read_parallel(source, target, "train", drop_bad_pairs=True)
-    assert (split.source, split.target) == (["Hello  there.", "Bye"], ["Merhaba.", "Güle"])
-    assert (split.report.pairs_read, split.report.pairs_kept, split.report.dropped) == (2, 2, [])
+    assert (split.source, split.target) == (["Hello there.", "Bye"], ["Merhaba.", "Güle"])
+    assert (split.raw_source, split.raw_target) == (split.source, split.target)
+    assert split.report.whitespace_normalised == 0
 
 
 def test_different_line_counts_name_both_files_and_counts(tmp_path):
@@ -75,25 +76,35 @@ def test_empty_valid_or_test_line_is_an_error(tmp_path, split):
 
 
 @pytest.mark.parametrize(
-    "line, kind",
+    "line, normalised",
     [
-        ("tab\there", "whitespace other than a space"),
-        ("no-break\u00a0space", "whitespace other than a space"),
-        ("carriage\rreturn", "whitespace other than a space"),
-        (" leading", "leading or trailing space"),
-        ("trailing ", "leading or trailing space"),
+        ("tab\there", "tab here"),
+        ("no-break\u00a0space", "no-break space"),
+        ("carriage\rreturn", "carriage return"),
+        (" leading", "leading"),
+        ("trailing ", "trailing"),
+        ("double  space", "double space"),
+        ("\t mixed \u00a0 run\t", "mixed run"),
     ],
 )
-def test_whitespace_that_would_not_survive_is_dropped_in_train_and_fatal_in_test(
-    tmp_path, line, kind
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_whitespace_is_normalised_in_every_split_and_the_raw_line_kept(
+    tmp_path, split, line, normalised
 ):
-    source, target = write_pair(tmp_path, "train", ["good", line], ["iyi", "x"])
-    split = read_parallel(source, target, "train", drop_bad_pairs=True)
-    assert split.source == ["good"] and split.report.dropped_by_reason == {kind: 1}
-    assert split.report.dropped[0].startswith(f"{source}:2: ")
+    source, target = write_pair(tmp_path, split, ["good", line], ["iyi", "x"])
+    read = read_parallel(source, target, split, drop_bad_pairs=split == "train")
+    assert read.source == ["good", normalised] and read.raw_source == ["good", line]
+    assert read.report.whitespace_normalised == 1
+    assert read.report.whitespace_examples == [f"{source}:2"]
+    assert read.report.dropped == []
 
-    source, target = write_pair(tmp_path, "test", ["good", line], ["iyi", "x"])
-    with pytest.raises(CorpusError, match=f"^{re.escape(str(source))}:2: "):
+
+def test_a_line_of_whitespace_is_an_empty_line(tmp_path):
+    source, target = write_pair(tmp_path, "train", ["good", " \t "], ["iyi", "x"])
+    split = read_parallel(source, target, "train", drop_bad_pairs=True)
+    assert split.source == ["good"] and split.report.dropped_by_reason == {"empty line": 1}
+    source, target = write_pair(tmp_path, "test", ["good", " \t "], ["iyi", "x"])
+    with pytest.raises(CorpusError, match=f"^{re.escape(str(source))}:2: empty line"):
         read_parallel(source, target, "test", drop_bad_pairs=False)
 
 

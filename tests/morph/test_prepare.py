@@ -40,13 +40,14 @@ def restore_logging():
 
 
 def make_corpus(directory):
-    """A few hundred real sentence pairs, with two bad train pairs that must be dropped."""
+    """A few hundred real sentence pairs, with two bad train pairs that must be dropped (an
+    empty line, a line of spaces)."""
     splits = {
         "train": [(f"{i}. {en}", f"{i}. {tr}") for i in range(25) for en, tr in PAIRS],
         "valid": [(f"{en} ({i})", f"{tr} ({i})") for i in range(3) for en, tr in PAIRS],
         "test": [(f"{i}: {en}", f"{i}: {tr}") for i in range(3) for en, tr in PAIRS],
     }
-    splits["train"] += [("An empty target.", ""), ("A\ttab.", "Bir sekme.")]
+    splits["train"] += [("An empty target.", ""), ("   ", "Boşluklar.")]
     for split, pairs in splits.items():
         for side, lang in enumerate(("en", "tr")):
             text = "".join(pair[side] + "\n" for pair in pairs)
@@ -87,8 +88,7 @@ def test_prepare_writes_pieces_that_stock_fairseq_preprocess_binarizes(tmp_path,
     assert (train["pairs_read"], train["pairs_kept"]) == (len(splits["train"]), len(kept["train"]))
     assert train["dropped"] == [
         f"{raw / 'train.tr'}:{len(kept['train']) + 1}: empty line",
-        f"{raw / 'train.en'}:{len(kept['train']) + 2}: whitespace character U+0009 at character 2; "
-        "fairseq-preprocess would split a piece there, use a plain space",
+        f"{raw / 'train.en'}:{len(kept['train']) + 2}: empty line",
     ]
     if mode == "morph":
         segmentation = report["segmentation"]
@@ -102,9 +102,7 @@ def test_prepare_writes_pieces_that_stock_fairseq_preprocess_binarizes(tmp_path,
         assert report["segmentation"] is None
         assert not (out / "test.seg.tr").exists()
     summary = capsys.readouterr().out
-    assert "train: 300 pairs kept, 2 dropped (1 empty line, 1 whitespace other than a space)" in (
-        summary
-    )
+    assert "train: 300 pairs kept, 2 dropped (2 empty line)" in summary
 
     run_tool(
         [
@@ -119,6 +117,55 @@ def test_prepare_writes_pieces_that_stock_fairseq_preprocess_binarizes(tmp_path,
     for split in ("train", "valid", "test"):
         for lang in ("en", "tr"):
             assert (out / f"{split}.en-tr.{lang}.bin").stat().st_size > 0
+
+
+def test_whitespace_of_real_test_sets_is_normalised_and_the_raw_text_kept(tmp_path, capsys):
+    """Lines shaped like FLORES-200 tur_Latn.devtest's (a space at an edge, a double space) and
+    a tab and a no-break space: every split is prepared; the pieces spell the normalised line,
+    `*.raw.*` keeps the untouched one, the report counts them, and sacreBLEU's scores against
+    the untouched reference equal those against the normalised one."""
+    import sacrebleu
+
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    splits = make_corpus(raw)
+    odd = {
+        0: " Göremediklerimizden biri oydu.",  # leading space
+        1: "İstanbul'da yaşıyor. ",  # trailing space
+        2: "Çocuklar  kitap okudular.",  # double space
+        3: "2013 yılını\tasla unutmayacağım.",  # tab
+        4: "Dan'a göre,\u00a0Linda gitti.",  # no-break space
+    }
+    test_tr = [pair[1] for pair in splits["test"]]
+    for number, line in odd.items():
+        test_tr[number] = line
+    (raw / "test.tr").write_text("".join(line + "\n" for line in test_tr), encoding="utf-8")
+    train_en = [pair[0] for pair in splits["train"]]
+    train_en[0] = "  " + train_en[0]
+    (raw / "train.en").write_text("".join(line + "\n" for line in train_en), encoding="utf-8")
+    out = tmp_path / "bin"
+
+    assert prepare.main(prepare_args(raw, out, "bpe")) == 0
+
+    normalised = [" ".join(line.split()) for line in test_tr]
+    encoded = (out / "test.sp.tr").read_text(encoding="utf-8").splitlines()
+    assert [pieces_to_text(line) for line in encoded] == normalised
+    assert (out / "test.raw.tr").read_text(encoding="utf-8").splitlines() == test_tr
+    report = json.loads((out / "prepare_report.json").read_text(encoding="utf-8"))
+    test_report = report["splits"]["test"]
+    assert test_report["whitespace_normalised"] == len(odd)
+    assert test_report["whitespace_examples"] == [f"{raw / 'test.tr'}:{n + 1}" for n in odd]
+    train_report = report["splits"]["train"]
+    assert train_report["whitespace_normalised"] == 1 + 1  # the first line, the line of spaces
+    assert train_report["pairs_kept"] == len(splits["train"]) - 2
+    assert "test: 36 pairs kept, 0 dropped, 0 words over 100 characters, 5 lines with " in (
+        capsys.readouterr().out
+    )
+    hypotheses = [line.replace("oydu", "idi") for line in normalised]  # not a perfect system
+    for metric in (sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF(word_order=2)):
+        against_raw = metric.corpus_score(hypotheses, [test_tr]).score
+        against_normalised = metric.corpus_score(hypotheses, [normalised]).score
+        assert against_raw == against_normalised < 100
 
 
 def test_morph_mode_pieces_end_at_morpheme_boundaries(tmp_path):
