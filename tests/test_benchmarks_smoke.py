@@ -64,3 +64,26 @@ def test_gpu_benchmark_runs_every_comparison_on_the_cpu():
         assert a["model_flops_per_step"] > 0 and b["model_flops_per_step"] > 0
         rate = rate_keys[figures["ratio_is"].split(" of ")[0]]
         assert figures["ratio"] == pytest.approx(a[rate] / b[rate], rel=1e-3)
+
+
+def test_prepare_scale_benchmark_measures_each_size(tmp_path):
+    """bench_prepare_scale.py at two tiny sizes of the demo grammar, bpe mode: one line per size
+    with the whole tree's peak RSS, time, pairs/s and bytes written, then the summary."""
+    command = [sys.executable, "benchmarks/bench_prepare_scale.py", "--sizes", "300", "600"]
+    command += ["--valid-size", "50", "--vocab-size", "200", "--tmp-dir", str(tmp_path)]
+    result = run_tool(command, cwd=REPO_ROOT, timeout=300)
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [(figures["line"], figures.get("size")) for figures in lines] == [
+        ("measurement", 300),
+        ("measurement", 600),
+        ("summary", None),
+    ], result.stdout
+    for figures in lines[:2]:
+        assert figures["benchmark"] == "prepare_scale" and figures["mode"] == "bpe"
+        assert figures["peak_rss_mib"] > 0 and figures["bytes_written"] > 0
+        assert figures["pairs_per_s"] == pytest.approx(figures["size"] / figures["seconds"], 1e-3)
+    summary = lines[2]
+    assert summary["sizes"] == [300, 600] and summary["peak_rss_ratio"] > 0
+    assert isinstance(summary["meets_target"], bool)
+    assert summary["extrapolated_36m"]["seconds"] > 0
+    assert list(tmp_path.iterdir()) == []  # without --keep nothing is left behind
