@@ -235,6 +235,8 @@ class DocumentsReport:
     dropped: List[str] = field(default_factory=list)  # "train.txt:17: ...", first MAX_LISTED
     long_words: int = 0
     long_word_examples: List[str] = field(default_factory=list)
+    whitespace_normalised: int = 0
+    whitespace_examples: List[str] = field(default_factory=list)  # "file:line"
 
 
 def read_documents(
@@ -242,7 +244,8 @@ def read_documents(
 ) -> Tuple[List[str], DocumentsReport]:
     """Monolingual text, one sentence per line, documents separated by empty lines.
 
-    Returns the sentences with exactly one empty line between documents (runs of empty lines
+    Returns the sentences, whitespace normalised as `read_parallel` does (a line of whitespace
+    only is an empty line), with exactly one empty line between documents (runs of empty lines
     collapse, none at the start or end). Any other problem of `line_problem` drops the line
     (train) or raises CorpusError (valid/test), as `read_parallel` does.
     """
@@ -252,8 +255,13 @@ def read_documents(
     long_words = SplitReport(split, str(path), str(path))
     reasons: Counter = Counter()
     kept: List[str] = []
-    for number, line in enumerate(lines, start=1):
-        _check_reserved(path, number, line)
+    for number, raw_line in enumerate(lines, start=1):
+        _check_reserved(path, number, raw_line)
+        line = normalize_whitespace(raw_line)
+        if line != raw_line:
+            report.whitespace_normalised += 1
+            if len(report.whitespace_examples) < MAX_LISTED:
+                report.whitespace_examples.append(f"{path}:{number}")
         if not line:
             if kept and kept[-1]:
                 kept.append("")

@@ -43,21 +43,23 @@ def test_pieces_round_trip_and_keep_documents(tmp_path):
 
 def test_bad_valid_line_names_file_and_line(tmp_path, capsys):
     train = _write(tmp_path / "train.txt", TRAIN)
-    valid = _write(tmp_path / "valid.txt", ["İyi.", "tab\there"])
+    valid = _write(tmp_path / "valid.txt", ["İyi.", f"bad {chr(0xFFED)} mark"])
     assert main(["--train", str(train), "--valid", str(valid), "--out-dir", str(tmp_path / "o"),
                  "--units", "words"]) == 1  # fmt: skip
-    assert f"{valid}:2: whitespace character U+0009" in capsys.readouterr().err
+    assert f"{valid}:2: contains the morpheme boundary mark U+FFED" in capsys.readouterr().err
 
 
-def test_bad_train_lines_are_dropped_and_reported(tmp_path):
-    train = _write(tmp_path / "train.txt", TRAIN + [" leading space"])
+def test_whitespace_is_normalised_and_a_line_of_spaces_separates_documents(tmp_path):
+    train = _write(tmp_path / "train.txt", TRAIN + [" leading  space\t", "   ", "Yeni belge."])
     valid = _write(tmp_path / "valid.txt", VALID)
     assert main(["--train", str(train), "--valid", str(valid), "--out-dir", str(tmp_path / "o"),
                  "--units", "words"]) == 0  # fmt: skip
     report = json.loads((tmp_path / "o" / "prepare_report.json").read_text())["splits"]["train"]
-    assert report["dropped_by_reason"] == {"leading or trailing space": 1}
-    assert report["dropped"] == [f"{train}:7: leading or trailing space, which SentencePiece "
-                                 "decoding cannot restore"]  # fmt: skip
+    assert report["dropped"] == [] and report["whitespace_normalised"] == 2
+    assert report["whitespace_examples"] == [f"{train}:7", f"{train}:8"]
+    assert report["documents"] == 3  # the two of TRAIN, and one after the line of spaces
+    lines = (tmp_path / "o" / "train.txt").read_text(encoding="utf-8").splitlines()
+    assert lines[-3:] == ["leading space", "", "Yeni belge ."]
 
 
 def test_missing_file_is_a_clear_error(tmp_path, capsys):
