@@ -25,6 +25,8 @@ options:
   --workers N        processes for segmentation and fairseq-preprocess (default: 1)
   --segmentation-cache FILE
                      Turkish: sqlite file of segmented lines reused across runs
+  --spm-sample N     train SentencePiece on a seeded sample of N lines when the training
+                     text has more (default: 10,000,000)
   --spm-model PATH   encode with an existing SentencePiece model (of an earlier run of this
                      script) instead of training one
   --dict DIR         binarize with the dictionaries of an earlier run (DIR/dict.<lang>.txt)
@@ -51,7 +53,8 @@ while [[ $# -gt 0 ]]; do
         --out) out="$2"; shift 2 ;;
         --workers) workers="$2"; shift 2 ;;
         --segmentation-cache) cache_args=(--segmentation-cache "$2"); shift 2 ;;
-        --spm-model) spm_args=(--spm-model "$2"); shift 2 ;;
+        --spm-model) spm_args+=(--spm-model "$2"); shift 2 ;;
+        --spm-sample) spm_args+=(--spm-sample "$2"); shift 2 ;;
         --dict) dict_dir="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "error: unknown argument $1" >&2; usage >&2; exit 2 ;;

@@ -60,6 +60,8 @@ SPLITS = ("train", "valid", "test")
 MODES = ("bpe", "morph")
 MODEL_FILE = "spm.model"
 REPORT_FILE = "prepare_report.json"
+# SentencePiece's training sample (its memory grows with it; the paper's 36M pairs are 72M lines).
+DEFAULT_SPM_SAMPLE = 10_000_000
 # How many distinct unseen characters the report lists per split.
 MAX_UNSEEN_LISTED = 200
 
@@ -181,6 +183,14 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         help="threads for SentencePiece training; the model depends on it, so keep it fixed to "
         "reproduce a model (default: 1)",
     )
+    parser.add_argument(
+        "--spm-sample",
+        type=int,
+        default=DEFAULT_SPM_SAMPLE,
+        metavar="N",
+        help="SentencePiece trains on all training lines when there are at most N, else on a "
+        f"seeded random sample of N (default: {DEFAULT_SPM_SAMPLE:,})",
+    )
     parser.add_argument("--seed", type=int, default=1, help="SentencePiece random seed")
     parser.add_argument(
         "--segmentation-cache",
@@ -197,8 +207,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "segmented text on disk)",
     )
     args = parser.parse_args(argv)
-    if args.vocab_size < 1 or args.workers < 1 or args.spm_threads < 1:
-        parser.error("--vocab-size, --workers and --spm-threads must be positive")
+    if min(args.vocab_size, args.workers, args.spm_threads, args.spm_sample) < 1:
+        parser.error("--vocab-size, --workers, --spm-threads and --spm-sample must be positive")
     if args.mode == "morph" and args.tgt_lang not in SEGMENTERS:
         parser.error(
             f"--mode morph has no segmenter for --tgt-lang {args.tgt_lang!r} "
@@ -213,6 +223,8 @@ def _training_fingerprint(training_text: Sequence[str], args: argparse.Namespace
     """sha256 of what the SentencePiece model is a function of."""
     digest = hashlib.sha256()
     options = (args.vocab_size, args.model_type, args.seed, args.spm_threads)
+    if len(training_text) > args.spm_sample:  # the sample size matters only where it samples
+        options += (args.spm_sample,)
     digest.update(repr(options + (args.keep_boundary_marks,)).encode("utf-8"))
     for line in training_text:
         digest.update(line.encode("utf-8"))
@@ -309,6 +321,7 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
                 num_threads=args.spm_threads,
                 seed=args.seed,
                 keep_boundary_marks=args.keep_boundary_marks,
+                sample_size=args.spm_sample,
             )
 
     encoded: Dict[str, Dict[str, List[List[str]]]] = {}
@@ -340,6 +353,10 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
             "vocab_size": model.vocab_size,
             "keep_boundary_marks": args.keep_boundary_marks,
             "training_threads": args.spm_threads,
+            "training_lines": None if args.spm_model else len(training_text),
+            "training_sample": (
+                None if args.spm_model else min(len(training_text), args.spm_sample)
+            ),
             "seed": args.seed,
         },
         "splits": {
@@ -410,6 +427,12 @@ def format_summary(report: Dict[str, object]) -> str:
         f"mode {report['mode']}: SentencePiece {piece_model['model_type']} with "
         f"{piece_model['vocab_size']} pieces (asked for {piece_model['vocab_size_requested']}), "
         f"boundary marks {'kept' if piece_model['keep_boundary_marks'] else 'dropped'}"
+        + (
+            f", trained on {piece_model['training_sample']} of {piece_model['training_lines']} "
+            "lines"
+            if piece_model["training_lines"] is not None
+            else ""
+        )
     )
     for split, split_report in report["splits"].items():
         dropped = split_report["pairs_read"] - split_report["pairs_kept"]

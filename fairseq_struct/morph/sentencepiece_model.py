@@ -12,8 +12,11 @@ Training settings, and why:
 - `hard_vocab_limit=False`: a small corpus gets a smaller vocabulary instead of an error;
 - `max_sentence_length` above the longest training line: SentencePiece would otherwise skip
   longer lines without telling the caller;
-- all lines are used (no sampling, no shuffling) and the random seed is fixed, so training is
-  deterministic for a given `num_threads` (a different thread count gives a different model).
+- all lines are used (no sampling, no shuffling) up to `sample_size` lines; above it a seeded
+  random sample of that many, in corpus order (ours: SentencePiece's own `input_sentence_size`
+  sampling draws another sample in every process whatever its seed); the random seed is fixed,
+  so training is deterministic for a given `num_threads` (a different thread count gives a
+  different model).
 
 Characters never seen in training come out as pieces of their own surface text (the processor
 is used with `out_type=str`), which fairseq's dictionary maps to `<unk>`; `unknown_characters`
@@ -29,8 +32,9 @@ token-level loss. Keep them to let a model see morpheme boundaries explicitly.
 """
 
 import io
+import random
 from pathlib import Path
-from typing import Iterable, List, Sequence, Union
+from typing import Iterable, List, Sequence, Tuple, Union
 
 import sentencepiece
 
@@ -38,6 +42,21 @@ from fairseq_struct.morph.corpus_io import atomic_write_bytes
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, pieces_to_text
 
 MODEL_TYPES = ("unigram", "bpe")
+
+
+def reservoir_sample(lines: Iterable[str], size: int, seed: int) -> List[str]:
+    """`size` lines drawn uniformly from a stream (Algorithm R, random.Random(seed)), returned
+    in their order in the stream; all of them when there are fewer. Memory: `size` lines."""
+    rng = random.Random(seed)
+    kept: List[Tuple[int, str]] = []
+    for index, line in enumerate(lines):
+        if index < size:
+            kept.append((index, line))
+        else:
+            slot = rng.randrange(index + 1)
+            if slot < size:
+                kept[slot] = (index, line)
+    return [line for _, line in sorted(kept)]
 
 
 class SentencePieceModel:
@@ -61,10 +80,18 @@ class SentencePieceModel:
         num_threads: int = 1,
         seed: int = 1,
         keep_boundary_marks: bool = False,
+        sample_size: int = 0,
     ) -> "SentencePieceModel":
-        """Train on `lines` (source and target training text together) and save to `model_path`."""
+        """Train on `lines` (source and target training text together) and save to `model_path`.
+
+        With `sample_size` > 0 and more lines than that, SentencePiece trains on a random sample
+        of `sample_size` lines (`reservoir_sample`, seeded by `seed`); otherwise on all lines in
+        order, as without sampling.
+        """
         if model_type not in MODEL_TYPES:
             raise ValueError(f"model_type must be one of {MODEL_TYPES}, not {model_type!r}")
+        if 0 < sample_size < len(lines):
+            lines = reservoir_sample(lines, sample_size, seed)
         longest = max((len(line.encode("utf-8")) for line in lines), default=0)
         model = io.BytesIO()
         sentencepiece.set_random_generator_seed(seed)

@@ -168,6 +168,23 @@ def test_whitespace_of_real_test_sets_is_normalised_and_the_raw_text_kept(tmp_pa
         assert against_raw == against_normalised < 100
 
 
+def test_sentencepiece_trains_on_a_seeded_sample_above_spm_sample(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    make_corpus(raw)
+    reports, models = [], []
+    for name, extra in (("all", []), ("sample", ["--spm-sample", "100"])):
+        out = tmp_path / name
+        assert prepare.main(prepare_args(raw, out, "bpe", *extra)) == 0
+        reports.append(json.loads((out / "prepare_report.json").read_text())["sentencepiece"])
+        models.append((out / "spm.model").read_bytes())
+    every_line, sampled = reports
+    assert (every_line["training_lines"], every_line["training_sample"]) == (600, 600)
+    assert (sampled["training_lines"], sampled["training_sample"]) == (600, 100)
+    assert models[0] != models[1]
+    assert every_line["training_fingerprint"] != sampled["training_fingerprint"]
+
+
 def test_morph_mode_pieces_end_at_morpheme_boundaries(tmp_path):
     pytest.importorskip("zemberek", reason="zemberek-python is needed for --mode morph")
     raw = tmp_path / "raw"

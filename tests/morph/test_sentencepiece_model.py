@@ -6,7 +6,7 @@ import pytest
 from conftest import SHARED_DATA
 
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START, pieces_to_text
-from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
+from fairseq_struct.morph.sentencepiece_model import SentencePieceModel, reservoir_sample
 
 # Real parallel text for the round trip on a whole corpus; it is shared development data, not
 # part of the repository, so the test that reads it skips when it is absent.
@@ -112,6 +112,41 @@ def test_training_is_deterministic(corpus, tmp_path):
     first = SentencePieceModel.train(lines, tmp_path / "a.model", vocab_size=300)
     second = SentencePieceModel.train(lines, tmp_path / "b.model", vocab_size=300)
     assert first.model_path.read_bytes() == second.model_path.read_bytes()
+
+
+def test_reservoir_sample_is_uniform_seeded_and_in_order():
+    lines = [f"line {i}" for i in range(1000)]
+    sample = reservoir_sample(iter(lines), 100, seed=1)
+    assert len(sample) == 100 and len(set(sample)) == 100
+    assert sample == sorted(sample, key=lambda line: int(line.split()[1]))  # corpus order
+    assert reservoir_sample(lines, 100, seed=1) == sample != reservoir_sample(lines, 100, seed=2)
+    assert reservoir_sample(lines[:50], 100, seed=1) == lines[:50]
+    # Uniform: over many seeds each line is drawn about 100 / 1000 of the time.
+    counts = [0] * 1000
+    for seed in range(400):
+        for line in reservoir_sample(lines, 100, seed):
+            counts[int(line.split()[1])] += 1
+    first, last = sum(counts[:500]) / 20000, sum(counts[500:]) / 20000
+    assert abs(first - 1) < 0.05 and abs(last - 1) < 0.05
+
+
+def test_a_sample_is_seeded_and_used_only_above_its_size(tmp_path):
+    """Up to `sample_size` lines SentencePiece sees them all (the same model as without a
+    sample); above it a seeded sample: the same for the same seed, another for another seed,
+    and not the model of all lines."""
+    lines = synthetic_english_lines(600, seed=3) + synthetic_segmented_lines(600, seed=4)
+    rng = random.Random(5)
+    lines += [f"{rng.choice(STEMS)}{rng.randint(0, 10**6)} tek" for _ in range(400)]
+
+    def trained(name: str, **options) -> bytes:
+        model = SentencePieceModel.train(lines, tmp_path / name, vocab_size=300, **options)
+        return model.model_path.read_bytes()
+
+    everything = trained("all.model")
+    assert trained("big-sample.model", sample_size=len(lines)) == everything
+    sampled = trained("sample.model", sample_size=300)
+    assert trained("sample-again.model", sample_size=300) == sampled != everything
+    assert trained("sample-seed.model", sample_size=300, seed=2) != sampled
 
 
 def test_unknown_model_type_is_rejected(tmp_path):
