@@ -123,6 +123,20 @@ def line_problem(line: str) -> Optional[LineProblem]:
     return None
 
 
+def _checked_line(
+    report: Union["SplitReport", "DocumentsReport"], path: PathLike, number: int, raw_line: str
+) -> str:
+    """The line with its whitespace normalised (counted in the report); CorpusError for a
+    reserved mark."""
+    _check_reserved(path, number, raw_line)
+    line = normalize_whitespace(raw_line)
+    if line != raw_line:
+        report.whitespace_normalised += 1
+        if len(report.whitespace_examples) < MAX_LISTED:
+            report.whitespace_examples.append(f"{path}:{number}")
+    return line
+
+
 def _check_reserved(path: PathLike, number: int, line: str) -> None:
     for char, name in RESERVED_CHARACTERS.items():
         column = line.find(char)
@@ -153,12 +167,7 @@ def read_parallel(
         problems = []
         pair = []
         for path, raw_line in zip((source_path, target_path), raw_pair):
-            _check_reserved(path, number, raw_line)
-            line = normalize_whitespace(raw_line)
-            if line != raw_line:
-                report.whitespace_normalised += 1
-                if len(report.whitespace_examples) < MAX_LISTED:
-                    report.whitespace_examples.append(f"{path}:{number}")
+            line = _checked_line(report, path, number, raw_line)
             pair.append(line)
             problem = line_problem(line)
             if problem is not None:
@@ -256,12 +265,7 @@ def read_documents(
     reasons: Counter = Counter()
     kept: List[str] = []
     for number, raw_line in enumerate(lines, start=1):
-        _check_reserved(path, number, raw_line)
-        line = normalize_whitespace(raw_line)
-        if line != raw_line:
-            report.whitespace_normalised += 1
-            if len(report.whitespace_examples) < MAX_LISTED:
-                report.whitespace_examples.append(f"{path}:{number}")
+        line = _checked_line(report, path, number, raw_line)
         if not line:
             if kept and kept[-1]:
                 kept.append("")
