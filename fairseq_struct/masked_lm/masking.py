@@ -175,14 +175,11 @@ class MaskedPositionsDataset(RightPadDataset):
 
 class MostWordsDataset(BaseWrapperDataset):
     """The most words of a sequence in a batch (a host int): Whole-Word Attention's number of
-    word slots, counted by the collater so that the model never reads it from the GPU."""
-
-    def __init__(self, dataset, word_start_lookup: Tensor) -> None:
-        super().__init__(dataset)
-        self.word_start_lookup = word_start_lookup
+    word slots, counted by the collater so that the model never reads it from the GPU. Wraps
+    the `WordStartsDataset` of the batch's sequences."""
 
     def __getitem__(self, index: int) -> int:
-        starts = self.word_start_lookup[self.dataset[index]]
+        starts = self.dataset[index]
         # The first token always begins a word (word_boundaries.word_structure).
         return int(starts.sum()) + int(len(starts) > 0 and not bool(starts[0]))
 

@@ -130,10 +130,11 @@ def _checked_line(
     reserved mark."""
     _check_reserved(path, number, raw_line)
     line = normalize_whitespace(raw_line)
-    if line != raw_line:
-        report.whitespace_normalised += 1
-        if len(report.whitespace_examples) < MAX_LISTED:
-            report.whitespace_examples.append(f"{path}:{number}")
+    if line == raw_line:
+        return raw_line  # one string, not an equal copy, for the raw and the normalised lists
+    report.whitespace_normalised += 1
+    if len(report.whitespace_examples) < MAX_LISTED:
+        report.whitespace_examples.append(f"{path}:{number}")
     return line
 
 

@@ -144,14 +144,13 @@ class MaskedLMStructTask(MaskedLMTask):
 
         source = masked("source")
         target = masked("target")
+        word_starts = WordStartsDataset(sequences, self.word_start_lookup)
         net_input = {
             "src_tokens": RightPadDataset(source, pad_idx=pad),
             "src_lengths": NumelDataset(source, reduce=False),
             # Padding is a special symbol, hence a word start (True).
-            "word_starts": RightPadDataset(
-                WordStartsDataset(sequences, self.word_start_lookup), pad_idx=1
-            ),
-            "max_words": MostWordsDataset(sequences, self.word_start_lookup),
+            "word_starts": RightPadDataset(word_starts, pad_idx=1),
+            "max_words": MostWordsDataset(word_starts),
         }
         fields = {
             "id": IdDataset(),
