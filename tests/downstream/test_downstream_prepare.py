@@ -24,6 +24,13 @@ def _run(task, run, tmp_path, *options):
     return code, out
 
 
+def _run_ner(run, tmp_path, valid="valid.conll"):
+    """`prepare ner` on tmp_path/train.conll, validated on tmp_path/<valid>."""
+    return _run(
+        "ner", run, tmp_path, "--train", tmp_path / "train.conll", "--valid", tmp_path / valid
+    )
+
+
 def _items(out, name, split):
     dictionary = Dictionary.load(str(out / name / "dict.txt"))
     dataset = data_utils.load_indexed_dataset(str(out / name / split), dictionary)
@@ -35,15 +42,7 @@ def test_ner_labels_align_with_tokens_and_new_words_extend_the_words_dictionary(
         "Öğretmen\tB-PER\nBüyükköyzz'de\tB-LOC\nuyudu\tO\n.\tO\n\nKedi\tO\nuyudu\tO\n", "utf-8"
     )
     (tmp_path / "valid.conll").write_text("Doktor\tB-PER\ngeldi\tO\n", "utf-8")
-    code, out = _run(
-        "ner",
-        words,
-        tmp_path,
-        "--train",
-        tmp_path / "train.conll",
-        "--valid",
-        tmp_path / "valid.conll",
-    )
+    code, out = _run_ner(words, tmp_path)
     assert code == 0
     report = json.loads((out / "finetune.json").read_text())
     assert report["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
@@ -73,45 +72,21 @@ def test_a_label_the_training_split_never_has_is_an_error_naming_file_and_line(
 ):
     (tmp_path / "train.conll").write_text("Ali\tB-PER\ngeldi\tO\n", "utf-8")
     (tmp_path / "valid.conll").write_text("Ali\tB-PER\n\nAnkara\tB-LOC\n", "utf-8")
-    code, _ = _run(
-        "ner",
-        words,
-        tmp_path,
-        "--train",
-        tmp_path / "train.conll",
-        "--valid",
-        tmp_path / "valid.conll",
-    )
+    code, _ = _run_ner(words, tmp_path)
     assert code == 1
     assert f"{tmp_path / 'valid.conll'}:3: label 'B-LOC'" in capsys.readouterr().err
 
 
 def test_a_tag_that_is_not_iob_is_an_error_naming_file_and_line(words, tmp_path, capsys):
     (tmp_path / "train.conll").write_text("Ali\tPERSON\ngeldi\tO\n", "utf-8")
-    code, _ = _run(
-        "ner",
-        words,
-        tmp_path,
-        "--train",
-        tmp_path / "train.conll",
-        "--valid",
-        tmp_path / "train.conll",
-    )
+    code, _ = _run_ner(words, tmp_path, valid="train.conll")
     assert code == 1
     assert f"{tmp_path / 'train.conll'}:1: tag 'PERSON' is not IOB" in capsys.readouterr().err
 
 
 def test_iob1_entity_starts_are_repaired_and_counted(words, tmp_path):
     (tmp_path / "train.conll").write_text("Ali\tI-PER\nVeli\tI-PER\ngeldi\tO\n", "utf-8")
-    code, out = _run(
-        "ner",
-        words,
-        tmp_path,
-        "--train",
-        tmp_path / "train.conll",
-        "--valid",
-        tmp_path / "train.conll",
-    )
+    code, out = _run_ner(words, tmp_path, valid="train.conll")
     assert code == 0
     report = json.loads((out / "finetune.json").read_text())
     assert report["splits"]["train"]["iob1_starts_repaired"] == 1
