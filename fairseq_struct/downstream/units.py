@@ -136,13 +136,11 @@ class UnitCutter:
         return units, spans
 
     def _segment(self, sentences: Sequence[Sequence[str]]) -> List[List[str]]:
-        from fairseq_struct.morph.prepare import SEGMENTERS
+        from fairseq_struct.morph.segmenters import segment_all
 
-        if self.units.lang not in SEGMENTERS:
-            raise ValueError(f"no morphological segmenter for {self.units.lang!r}")
         lines = [" ".join(sentence) for sentence in sentences]
-        options = {"train_lines": 0, "out_dir": self.units.data_dir / "text"}
-        segmented, _ = SEGMENTERS[self.units.lang](lines, self.workers, **options)
+        # the pretraining data's segmenter (Inuktitut: its Morfessor model, never retrained)
+        segmented = segment_all(self.units.lang, lines, self.workers, self.units.data_dir / "text")
         result = []
         for sentence, line in zip(sentences, segmented):
             words = line.split(" ")

@@ -33,7 +33,11 @@ from fairseq_struct.morph.corpus_io import (
     atomic_write_lines,
     read_documents,
 )
-from fairseq_struct.morph.prepare import DEFAULT_SEGMENTATION_CACHE, SEGMENTERS
+from fairseq_struct.morph.segmenters import (
+    DEFAULT_SEGMENTATION_CACHE,
+    SEGMENTED_LANGUAGES,
+    segment_all,
+)
 from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
 
 logger = logging.getLogger("fairseq_struct.masked_lm.prepare")
@@ -60,8 +64,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--spm-model", type=Path, help="reuse this SentencePiece model")
     parser.add_argument("--workers", type=int, default=1, help="segmentation processes")
     args = parser.parse_args(argv)
-    if args.mode == "morph" and args.lang not in SEGMENTERS:
-        parser.error(f"--mode morph has segmenters for {sorted(SEGMENTERS)}, not {args.lang!r}")
+    if args.mode == "morph" and args.lang not in SEGMENTED_LANGUAGES:
+        parser.error(f"--mode morph has segmenters for {SEGMENTED_LANGUAGES}, not {args.lang!r}")
     return args
 
 
@@ -69,13 +73,11 @@ def _segment(documents: Dict[str, List[str]], args: argparse.Namespace) -> Dict[
     """Morpheme-segment the non-empty lines of every split (training split first)."""
     order = [split for split in SPLITS if split in documents]
     sentences = [line for split in order for line in documents[split] if line]
-    options = {
-        "train_lines": sum(1 for line in documents["train"] if line),
-        "out_dir": args.out_dir,
-    }
-    if args.lang == "tr":
-        options["segmentation_cache"] = str(args.out_dir / DEFAULT_SEGMENTATION_CACHE)
-    segmented, _ = SEGMENTERS[args.lang](sentences, args.workers, **options)
+    train_lines = sum(1 for line in documents["train"] if line)
+    cache = str(args.out_dir / DEFAULT_SEGMENTATION_CACHE) if args.lang == "tr" else None
+    segmented = segment_all(
+        args.lang, sentences, args.workers, args.out_dir, lambda: sentences[:train_lines], cache
+    )
     it = iter(segmented)
     return {split: [next(it) if line else "" for line in documents[split]] for split in order}
 

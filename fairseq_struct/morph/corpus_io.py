@@ -28,9 +28,11 @@ import json
 import os
 import tempfile
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
-from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
+from typing import BinaryIO, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
 
@@ -87,28 +89,41 @@ def normalize_whitespace(line: str) -> str:
     return " ".join(line.split())
 
 
-def read_lines(path: PathLike) -> List[str]:
-    """The lines of a UTF-8 file without line endings (a final CR of a CRLF ending is removed).
+def iter_lines(path: PathLike) -> Iterator[str]:
+    """The lines of a UTF-8 file without line endings (a final CR of a CRLF ending is removed),
+    read as a stream.
 
     Raises CorpusError naming file, line and byte offset at the first invalid UTF-8.
     """
-    data = Path(path).read_bytes()
-    raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":
-        raw_lines.pop()  # the newline that ends the last line
-    lines = []
     offset = 0  # of the current line in the file
-    for number, raw in enumerate(raw_lines, start=1):
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise CorpusError(
-                f"{path}:{number}: invalid UTF-8 at byte {error.start} of the line "
-                f"(byte {offset + error.start} of the file): {error.reason}"
-            ) from None
-        lines.append(line[:-1] if line.endswith("\r") else line)
-        offset += len(raw) + 1
-    return lines
+    with open(path, "rb") as file:
+        for number, raw in enumerate(file, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise CorpusError(
+                    f"{path}:{number}: invalid UTF-8 at byte {error.start} of the line "
+                    f"(byte {offset + error.start} of the file): {error.reason}"
+                ) from None
+            offset += len(raw)
+            if line.endswith("\n"):
+                line = line[:-1]
+            yield line[:-1] if line.endswith("\r") else line
+
+
+def count_lines(path: PathLike) -> int:
+    """The number of lines of a file (a last line without a newline counts), read in blocks."""
+    lines, last = 0, b"\n"
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 24), b""):
+            lines += block.count(b"\n")
+            last = block[-1:]
+    return lines + (last != b"\n")
+
+
+def read_lines(path: PathLike) -> List[str]:
+    """All of `iter_lines(path)`."""
+    return list(iter_lines(path))
 
 
 class LineProblem(NamedTuple):
@@ -148,23 +163,36 @@ def _check_reserved(path: PathLike, number: int, line: str) -> None:
             )
 
 
-def read_parallel(
-    source_path: PathLike, target_path: PathLike, split: str, drop_bad_pairs: bool
-) -> ParallelSplit:
-    """Read and check one split. Bad pairs are dropped (train) or raise CorpusError (valid/test)."""
-    source_lines = read_lines(source_path)
-    target_lines = read_lines(target_path)
-    if len(source_lines) != len(target_lines):
-        raise CorpusError(
-            f"{source_path} has {len(source_lines)} lines but {target_path} has "
-            f"{len(target_lines)}: the files of a parallel corpus must be line-aligned"
-        )
-    if not source_lines:
-        raise CorpusError(f"{source_path} and {target_path} are empty")
-    report = SplitReport(split, str(source_path), str(target_path), pairs_read=len(source_lines))
+class KeptPair(NamedTuple):
+    """A pair that `iter_parallel` keeps: whitespace normalised, and as the files have it."""
+
+    source: str
+    target: str
+    raw_source: str
+    raw_target: str
+
+
+def iter_parallel(
+    source_path: PathLike, target_path: PathLike, report: SplitReport, drop_bad_pairs: bool
+) -> Iterator[KeptPair]:
+    """Read and check one split as a stream, counting into `report` as it goes.
+
+    Bad pairs are dropped (train) or raise CorpusError (valid/test); so do files of different
+    length (found when the shorter one ends: the rest of the other is counted for the message),
+    empty files, and a split without one usable pair. Memory: one pair.
+    """
     reasons: Counter = Counter()
-    kept_source, kept_target, raw_source, raw_target = [], [], [], []
-    for number, raw_pair in enumerate(zip(source_lines, target_lines), start=1):
+    source_lines, target_lines = iter_lines(source_path), iter_lines(target_path)
+    for number, raw_pair in enumerate(zip_longest(source_lines, target_lines), start=1):
+        if None in raw_pair:  # one file has ended: count the rest of the other for the message
+            longer = 0 if raw_pair[1] is None else 1
+            counts = [number - 1] * 2
+            counts[longer] += 1 + sum(1 for _ in (source_lines, target_lines)[longer])
+            raise CorpusError(
+                f"{source_path} has {counts[0]} lines but {target_path} has {counts[1]}: the "
+                "files of a parallel corpus must be line-aligned"
+            )
+        report.pairs_read = number
         problems = []
         pair = []
         for path, raw_line in zip((source_path, target_path), raw_pair):
@@ -174,26 +202,34 @@ def read_parallel(
             if problem is not None:
                 if not drop_bad_pairs:
                     raise CorpusError(
-                        f"{path}:{number}: {problem.message}; {split} pairs are never dropped "
-                        "because sources, references and system outputs must stay aligned"
+                        f"{path}:{number}: {problem.message}; {report.split} pairs are never "
+                        "dropped because sources, references and system outputs must stay aligned"
                     )
                 problems.append((path, problem))
             _count_long_words(report, path, number, line)
         if problems:
             for path, problem in problems:
                 reasons[problem.kind] += 1
+                report.dropped_by_reason = dict(reasons)
                 if len(report.dropped) < MAX_LISTED:
                     report.dropped.append(f"{path}:{number}: {problem.message}")
             continue
-        kept_source.append(pair[0])
-        kept_target.append(pair[1])
-        raw_source.append(raw_pair[0])
-        raw_target.append(raw_pair[1])
-    report.pairs_kept = len(kept_source)
-    report.dropped_by_reason = dict(reasons)
-    if not kept_source:
+        report.pairs_kept += 1
+        yield KeptPair(pair[0], pair[1], raw_pair[0], raw_pair[1])
+    if not report.pairs_read:
+        raise CorpusError(f"{source_path} and {target_path} are empty")
+    if not report.pairs_kept:
         raise CorpusError(f"no usable pair in {source_path} and {target_path}: {dict(reasons)}")
-    return ParallelSplit(kept_source, kept_target, raw_source, raw_target, report)
+
+
+def read_parallel(
+    source_path: PathLike, target_path: PathLike, split: str, drop_bad_pairs: bool
+) -> ParallelSplit:
+    """All of `iter_parallel` for one split, in memory (for small corpora and tests)."""
+    report = SplitReport(split, str(source_path), str(target_path))
+    pairs = list(iter_parallel(source_path, target_path, report, drop_bad_pairs))
+    source, target, raw_source, raw_target = (list(side) for side in zip(*pairs))
+    return ParallelSplit(source, target, raw_source, raw_target, report)
 
 
 def _count_long_words(report: SplitReport, path: PathLike, number: int, line: str) -> None:
@@ -219,8 +255,27 @@ def atomic_write_bytes(path: PathLike, data: bytes) -> None:
 
 
 def atomic_write_lines(path: PathLike, lines: Iterable[str]) -> None:
-    """Write one line per item, each ending in a newline, atomically."""
-    atomic_write_bytes(path, "".join(line + "\n" for line in lines).encode("utf-8"))
+    """Write one line per item, each ending in a newline, atomically (streamed)."""
+    with atomic_writer(path) as file:
+        for line in lines:
+            file.write(line.encode("utf-8") + b"\n")
+
+
+@contextmanager
+def atomic_writer(path: PathLike) -> Iterator[BinaryIO]:
+    """A binary file to write `path` through: a temporary file beside it, renamed to `path` when
+    the block ends without an error and removed otherwise, so that `path` is only ever the old
+    file or the complete new one (a run killed meanwhile leaves a hidden `.NAME.*.tmp`)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            yield file
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 def atomic_write_json(path: PathLike, value: object) -> None:

@@ -4,15 +4,19 @@
         --train raw/train --valid raw/valid --test raw/test \\
         --mode morph --vocab-size 8000 --out-dir data-bin/en-tr-morph [--workers 2]
 
-reads PREFIX.en / PREFIX.tr of each split and
+reads PREFIX.en / PREFIX.tr of each split and, streaming every split in chunks of
+--chunk-lines lines so that memory does not grow with the corpus,
 
 1. validates every split (`corpus_io`): bad train pairs are dropped and listed, a bad valid or
-   test pair stops the run;
-2. in `morph` mode, segments the target side into morphemes (Turkish: Zemberek; Inuktitut:
-   Morfessor Baseline learnt from the training split); the source side is never segmented;
-3. trains one joint SentencePiece model on the training text of both sides;
-4. encodes every split and checks that `pieces_to_text` gives back every line (with its
-   whitespace normalised: one space between words, none at the edges; counted in the report);
+   test pair stops the run; whitespace is normalised (one space between words, none at the
+   edges; counted in the report);
+2. in `morph` mode, segments the target side into morphemes (`segmenters`: Turkish: Zemberek;
+   Inuktitut: Morfessor Baseline learnt from the training split) in --workers processes; the
+   source side is never segmented;
+3. trains one joint SentencePiece model on the training text of both sides, or on a seeded
+   sample of --spm-sample lines of it;
+4. encodes every split in --workers processes and checks that `pieces_to_text` gives back every
+   (whitespace-normalised) line;
 5. writes, atomically, into --out-dir:
      spm.model                          the SentencePiece model
      {train,valid,test}.sp.{src,tgt}    pieces, the input of fairseq-preprocess
@@ -20,13 +24,15 @@ reads PREFIX.en / PREFIX.tr of each split and
      {train,valid,test}.seg.{tgt}       morph mode: the segmented target (￭ between morphemes),
                                         for morphological density (eval.density_buckets)
      prepare_report.json                what was dropped, unseen characters, long words,
-                                        segmentation speed and share of split words
+                                        segmentation speed, share of split words, stage times
      morfessor.iu.segm                  Inuktitut only: the Morfessor model, reused when present
      segmentation_cache.sqlite          Turkish only: segmented lines, reused by the next run
-A run that was interrupted starts again without redoing finished work: Turkish lines come from
-the segmentation cache, and the SentencePiece model is reused when prepare_report.json records
-the same training text and options (`training_fingerprint`).
-and prints a summary. `scripts/prepare-parallel.sh` (behind prepare-en-tr.sh and
+A run that was killed starts again without redoing finished work: every segmented and encoded
+chunk is kept in OUT_DIR/.prepare-work (`chunk_store`, removed when the run completes) and
+reused when its input and model are the same; the SentencePiece model is reused when
+prepare_report.json records the same training text and options (`training_fingerprint`).
+Each stage shows its progress (a bar on a terminal, else a log line every million lines) and
+its time goes into the report. `scripts/prepare-parallel.sh` (behind prepare-en-tr.sh and
 prepare-en-iu.sh) runs this and then fairseq-preprocess.
 """
 
@@ -36,23 +42,49 @@ import json
 import logging
 import sys
 import time
+from collections import Counter
+from contextlib import ExitStack
 from dataclasses import asdict
+from functools import partial
+from itertools import islice
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_struct.cli_logging import configure_logging
+from fairseq_struct.morph import chunk_encoding
+from fairseq_struct.morph.chunk_store import (
+    DEFAULT_CHUNK_LINES,
+    ChunkStore,
+    concatenate,
+    process_chunk,
+    read_chunk,
+)
 from fairseq_struct.morph.corpus_io import (
     LONG_WORD_CHARS,
     CorpusError,
-    ParallelSplit,
+    SplitReport,
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_lines,
-    read_parallel,
+    atomic_writer,
+    count_lines,
+    iter_parallel,
     split_paths,
 )
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, pieces_to_text
-from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
+from fairseq_struct.morph.forked_helpers import ForkedHelpers
+from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
+from fairseq_struct.morph.segmenters import (
+    CACHING_SEGMENTERS,
+    DEFAULT_SEGMENTATION_CACHE,
+    SEGMENTED_LANGUAGES,
+    open_segmenter,
+)
+from fairseq_struct.morph.sentencepiece_model import (
+    MODEL_TYPES,
+    SentencePieceModel,
+    reservoir_sample,
+)
+from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger(__name__)
 
@@ -64,69 +96,9 @@ REPORT_FILE = "prepare_report.json"
 DEFAULT_SPM_SAMPLE = 10_000_000
 # How many distinct unseen characters the report lists per split.
 MAX_UNSEEN_LISTED = 200
-
-
-def _segment_turkish(
-    lines: Sequence[str],
-    workers: int,
-    segmentation_cache: Optional[str] = None,
-    **_context: object,
-) -> Tuple[List[str], Dict[str, object]]:
-    # Imported here: bpe mode must work without zemberek installed.
-    from fairseq_struct.morph.segmentation_cache import SegmentationCache
-    from fairseq_struct.morph.turkish import (
-        SegmentationStats,
-        cache_fingerprint,
-        segment_lines,
-        shared_segmenter,
-    )
-
-    started = time.monotonic()
-    shared_segmenter()  # built before the workers fork, so that they inherit it
-    built = time.monotonic()
-    stats = SegmentationStats()
-    if segmentation_cache is None:
-        segmented = segment_lines(lines, workers=workers, stats=stats)
-    else:
-        with SegmentationCache(segmentation_cache, cache_fingerprint()) as cache:
-            segmented = segment_lines(lines, workers=workers, stats=stats, cache=cache)
-    seconds = time.monotonic() - built
-    return segmented, {
-        **asdict(stats),
-        "build_seconds": round(built - started, 2),
-        "seconds": round(seconds, 2),
-        "tokens_per_second": round(stats.tokens / seconds) if seconds > 0 else None,
-        "workers": workers,
-        "segmentation_cache": segmentation_cache,
-    }
-
-
-def _segment_inuktitut(
-    lines: Sequence[str], workers: int, train_lines: int, out_dir: Path
-) -> Tuple[List[str], Dict[str, object]]:
-    from fairseq_struct.morph.inuktitut import segment_corpus
-
-    # `workers` is unused: with its per-word cache the segmenter does about 12,000 words/s in
-    # one process, and Morfessor's training cannot be split. It learns from the training split
-    # only, so that valid and test stay unseen text.
-    return segment_corpus(lines, train_lines, out_dir / INUKTITUT_MODEL_FILE)
-
-
-# Inuktitut's Morfessor model, learnt on the first run and reused by later runs into --out-dir.
-INUKTITUT_MODEL_FILE = "morfessor.iu.segm"
-
-# Target languages with a morphological segmenter, called as
-# `segment(lines, workers, train_lines=N, out_dir=DIR)`: the target lines of train, valid and
-# test in that order, of which the first N are the training split (all that a segmenter that
-# learns may learn from), and the directory where it may keep what it learnt. Segmented lines
-# and statistics come out. Segmenters in CACHING_SEGMENTERS also take
-# `segmentation_cache=FILE` (by default a file in the output directory).
-SEGMENTERS: Dict[str, Callable[..., Tuple[List[str], Dict[str, object]]]] = {
-    "tr": _segment_turkish,
-    "iu": _segment_inuktitut,
-}
-CACHING_SEGMENTERS = frozenset({"tr"})
-DEFAULT_SEGMENTATION_CACHE = "segmentation_cache.sqlite"
+# Chunks of a run in progress, under OUT_DIR (chunk_store); removed when the run completes.
+WORK_DIR = ".prepare-work"
+SEGMENT_STAGE = "segment"
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -174,14 +146,21 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "--workers",
         type=int,
         default=1,
-        help="processes for segmentation and threads for encoding (default: 1)",
+        help="processes for segmentation, encoding and the round-trip check (default: 1)",
     )
     parser.add_argument(
         "--spm-threads",
         type=int,
-        default=1,
-        help="threads for SentencePiece training; the model depends on it, so keep it fixed to "
-        "reproduce a model (default: 1)",
+        help="threads for SentencePiece training (default: --workers); the model depends on "
+        "it, so keep it fixed to reproduce a model",
+    )
+    parser.add_argument(
+        "--chunk-lines",
+        type=int,
+        default=DEFAULT_CHUNK_LINES,
+        metavar="N",
+        help="lines per chunk: what is in memory at a time, and the unit of work that a "
+        f"killed run does not redo (default: {DEFAULT_CHUNK_LINES:,})",
     )
     parser.add_argument(
         "--spm-sample",
@@ -207,29 +186,22 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "segmented text on disk)",
     )
     args = parser.parse_args(argv)
-    if min(args.vocab_size, args.workers, args.spm_threads, args.spm_sample) < 1:
-        parser.error("--vocab-size, --workers, --spm-threads and --spm-sample must be positive")
-    if args.mode == "morph" and args.tgt_lang not in SEGMENTERS:
+    if args.spm_threads is None:
+        args.spm_threads = args.workers
+    numbers = (args.vocab_size, args.workers, args.spm_threads, args.spm_sample, args.chunk_lines)
+    if min(numbers) < 1:
+        parser.error(
+            "--vocab-size, --workers, --spm-threads, --spm-sample and --chunk-lines must be "
+            "positive"
+        )
+    if args.mode == "morph" and args.tgt_lang not in SEGMENTED_LANGUAGES:
         parser.error(
             f"--mode morph has no segmenter for --tgt-lang {args.tgt_lang!r} "
-            f"(available: {', '.join(sorted(SEGMENTERS))}); use --mode bpe"
+            f"(available: {', '.join(SEGMENTED_LANGUAGES)}); use --mode bpe"
         )
     if args.segmentation_cache is not None and args.tgt_lang not in CACHING_SEGMENTERS:
         parser.error(f"--segmentation-cache is not supported for --tgt-lang {args.tgt_lang!r}")
     return args
-
-
-def _training_fingerprint(training_text: Sequence[str], args: argparse.Namespace) -> str:
-    """sha256 of what the SentencePiece model is a function of."""
-    digest = hashlib.sha256()
-    options = (args.vocab_size, args.model_type, args.seed, args.spm_threads)
-    if len(training_text) > args.spm_sample:  # the sample size matters only where it samples
-        options += (args.spm_sample,)
-    digest.update(repr(options + (args.keep_boundary_marks,)).encode("utf-8"))
-    for line in training_text:
-        digest.update(line.encode("utf-8"))
-        digest.update(b"\n")
-    return digest.hexdigest()
 
 
 def _trained_before(out_dir: Path, fingerprint: str) -> bool:
@@ -267,133 +239,162 @@ def _existing_model(source: Path, destination: Path) -> SentencePieceModel:
 def prepare(args: argparse.Namespace) -> Dict[str, object]:
     """Run all steps; returns the report that is also written to prepare_report.json."""
     out_dir = Path(args.out_dir)
-    src, tgt = args.src_lang, args.tgt_lang
-    splits: Dict[str, ParallelSplit] = {}
-    for split in SPLITS:
-        source_path, target_path = split_paths(getattr(args, split), src, tgt)
-        splits[split] = read_parallel(source_path, target_path, split, split == "train")
-        logger.info("%s: %d pairs kept", split, splits[split].report.pairs_kept)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    store = ChunkStore(out_dir / WORK_DIR)
+    stage_seconds: Dict[str, float] = {}
+    sides = (args.src_lang, args.tgt_lang)
 
-    # What SentencePiece sees: the source as it is, the target segmented in morph mode.
-    texts = {split: {src: splits[split].source, tgt: splits[split].target} for split in SPLITS}
+    paths = {split: split_paths(getattr(args, split), *sides) for split in SPLITS}
+    total = sum(count_lines(path) for source, _ in paths.values() for path in (source,))
+    with StageProgress("read and check", total, unit="pairs") as progress:
+        reads = {
+            split: _read_split(split, *paths[split], args, store, progress) for split in SPLITS
+        }
+    stage_seconds["read"] = progress.seconds
+    chunks = {split: chunk_count for split, (_, chunk_count) in reads.items()}
+    reports = {split: report for split, (report, _) in reads.items()}
+    for split, report in reports.items():
+        logger.info("%s: %d pairs kept", split, report.pairs_kept)
+
+    # What SentencePiece reads, chunk by chunk: the source as it is, the target segmented in
+    # morph mode; and the normalised lines that the pieces must spell again.
+    normalised = {
+        split: {
+            side: [store.input_path(split, side, i) for i in range(chunks[split])] for side in sides
+        }
+        for split in SPLITS
+    }
+    text = {split: dict(normalised[split]) for split in SPLITS}
     segmentation: Optional[Dict[str, object]] = None
     if args.mode == "morph":
-        everything = [line for split in SPLITS for line in splits[split].target]
-        logger.info("segmenting %d %s lines with %d worker(s)", len(everything), tgt, args.workers)
-        context: Dict[str, object] = {
-            "train_lines": len(splits["train"].target),
-            "out_dir": out_dir,
-        }
-        if tgt in CACHING_SEGMENTERS and not args.no_segmentation_cache:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            context["segmentation_cache"] = str(
-                args.segmentation_cache or out_dir / DEFAULT_SEGMENTATION_CACHE
-            )
-        segmented, stats = SEGMENTERS[tgt](everything, args.workers, **context)
-        segmentation = {**stats, **_word_split_counts(segmented)}
-        lines = iter(segmented)
+        pairs = sum(report.pairs_kept for report in reports.values())
+        with StageProgress("segment", pairs) as progress:
+            segmentation, segmented = _segment_target(args, store, normalised, progress)
+        stage_seconds["segment"] = progress.seconds
         for split in SPLITS:
-            texts[split][tgt] = [next(lines) for _ in splits[split].target]
-            # Kept for the analyses: morphological density of the references (eval/).
-            atomic_write_lines(out_dir / f"{split}.seg.{tgt}", texts[split][tgt])
+            text[split][args.tgt_lang] = segmented[split]
 
-    if args.spm_model is not None:
-        model = _existing_model(Path(args.spm_model), out_dir / MODEL_FILE)
-        args.keep_boundary_marks = model.keep_boundary_marks
-    else:
-        training_text = texts["train"][src] + texts["train"][tgt]
-        fingerprint = _training_fingerprint(training_text, args)
-        if _trained_before(out_dir, fingerprint):
-            logger.info("reusing %s: same training text and options", out_dir / MODEL_FILE)
-            model = SentencePieceModel(out_dir / MODEL_FILE, args.keep_boundary_marks)
-        else:
-            # The old report vouches for the old model only: a run killed while training must
-            # not leave a report whose fingerprint would make the next run trust a new model.
-            (out_dir / REPORT_FILE).unlink(missing_ok=True)
-            logger.info(
-                "training SentencePiece (%s, vocabulary %d)", args.model_type, args.vocab_size
-            )
-            model = SentencePieceModel.train(
-                training_text,
-                out_dir / MODEL_FILE,
-                vocab_size=args.vocab_size,
-                model_type=args.model_type,
-                num_threads=args.spm_threads,
-                seed=args.seed,
-                keep_boundary_marks=args.keep_boundary_marks,
-                sample_size=args.spm_sample,
-            )
+    started = time.monotonic()
+    model, piece_model = _sentencepiece_model(args, out_dir, text["train"])
+    stage_seconds["sentencepiece"] = time.monotonic() - started
 
-    encoded: Dict[str, Dict[str, List[List[str]]]] = {}
-    for split in SPLITS:
-        # The pieces spell the whitespace-normalised line; scoring reads the untouched one.
-        normalised = {src: splits[split].source, tgt: splits[split].target}
-        untouched = {src: splits[split].raw_source, tgt: splits[split].raw_target}
-        encoded[split] = {}
-        for lang, lines in texts[split].items():
-            pieces = model.encode_lines(lines, num_threads=args.workers)
-            path = out_dir / f"{split}.sp.{lang}"
-            _check_round_trip(pieces, normalised[lang], path)
-            atomic_write_lines(path, (" ".join(line_pieces) for line_pieces in pieces))
-            if split != "train":
-                atomic_write_lines(out_dir / f"{split}.raw.{lang}", untouched[lang])
-            encoded[split][lang] = pieces
+    pieces = 2 * sum(report.pairs_kept for report in reports.values())
+    with StageProgress("encode", pieces) as progress:
+        counts = _encode(args, model, store, text, normalised, progress)
+    stage_seconds["encode"] = progress.seconds
 
-    piece_counts = _piece_counts(model, encoded)
     report = {
         "mode": args.mode,
-        "source_lang": src,
-        "target_lang": tgt,
-        "sentencepiece": {
-            "model": str(out_dir / MODEL_FILE),
-            "copied_from": args.spm_model,
-            "training_fingerprint": None if args.spm_model else fingerprint,
-            "model_type": None if args.spm_model else args.model_type,
-            "vocab_size_requested": None if args.spm_model else args.vocab_size,
-            "vocab_size": model.vocab_size,
-            "keep_boundary_marks": args.keep_boundary_marks,
-            "training_threads": args.spm_threads,
-            "training_lines": None if args.spm_model else len(training_text),
-            "training_sample": (
-                None if args.spm_model else min(len(training_text), args.spm_sample)
-            ),
-            "seed": args.seed,
-        },
+        "source_lang": args.src_lang,
+        "target_lang": args.tgt_lang,
+        "sentencepiece": piece_model,
         "splits": {
-            split: {**asdict(splits[split].report), "encoded": piece_counts[split]}
+            split: {**asdict(reports[split]), "encoded": _piece_counts(model, counts)[split]}
             for split in SPLITS
         },
         "segmentation": segmentation,
+        "chunk_lines": args.chunk_lines,
+        "workers": args.workers,
+        "stage_seconds": {stage: round(seconds, 2) for stage, seconds in stage_seconds.items()},
     }
     atomic_write_json(out_dir / REPORT_FILE, report)
+    store.remove()
     return report
 
 
-def _piece_counts(
-    model: SentencePieceModel, encoded: Dict[str, Dict[str, List[List[str]]]]
-) -> Dict[str, Dict[str, Dict[str, object]]]:
-    """Per split and language: pieces, pieces fairseq maps to <unk>, never-seen characters."""
-    # fairseq-preprocess --joined-dictionary maps every piece missing from the training text to
-    # <unk>: unseen characters, and pieces of the vocabulary that the training text never used.
-    train_pieces = {piece for side in encoded["train"].values() for line in side for piece in line}
-    counts: Dict[str, Dict[str, Dict[str, object]]] = {}
-    for split, sides in encoded.items():
-        counts[split] = {}
-        for lang, pieces in sides.items():
-            unseen = "".join(model.unknown_characters(line_pieces) for line_pieces in pieces)
-            counts[split][lang] = {
-                "pieces": sum(len(line_pieces) for line_pieces in pieces),
-                "pieces_not_in_train": sum(
-                    piece not in train_pieces for line_pieces in pieces for piece in line_pieces
-                ),
-                "unseen_characters": len(unseen),
-                "unseen_character_set": "".join(sorted(set(unseen)))[:MAX_UNSEEN_LISTED],
-            }
-    return counts
+def _read_split(
+    split: str,
+    source_path: Path,
+    target_path: Path,
+    args: argparse.Namespace,
+    store: ChunkStore,
+    progress: StageProgress,
+) -> Tuple[SplitReport, int]:
+    """Check and normalise one split into chunk files (and valid/test's untouched text into
+    OUT_DIR/{split}.raw.*); the split's report and its number of chunks."""
+    report = SplitReport(split, str(source_path), str(target_path))
+    pairs = iter_parallel(source_path, target_path, report, drop_bad_pairs=split == "train")
+    sides = (args.src_lang, args.tgt_lang)
+    chunk_count = 0
+    with ExitStack() as files:
+        raw_files = []
+        if split != "train":  # scores are computed against what the user gave
+            raw_files = [
+                files.enter_context(atomic_writer(Path(args.out_dir) / f"{split}.raw.{side}"))
+                for side in sides
+            ]
+        read_before = 0
+        while True:
+            chunk = list(islice(pairs, args.chunk_lines))
+            if not chunk:
+                break
+            for index, side in enumerate(sides):
+                atomic_write_lines(
+                    store.input_path(split, side, chunk_count), (pair[index] for pair in chunk)
+                )
+            for index, raw_file in enumerate(raw_files, start=2):  # raw_source, raw_target
+                raw_file.write("".join(pair[index] + "\n" for pair in chunk).encode("utf-8"))
+            chunk_count += 1
+            progress.update(report.pairs_read - read_before)
+            read_before = report.pairs_read
+    return report, chunk_count
 
 
-def _word_split_counts(segmented: Sequence[str]) -> Dict[str, object]:
-    """Whitespace words, how many got split into more than one morpheme, and morphemes per word."""
+def _segment_target(
+    args: argparse.Namespace,
+    store: ChunkStore,
+    normalised: Dict[str, Dict[str, List[Path]]],
+    progress: StageProgress,
+) -> Tuple[Dict[str, object], Dict[str, List[Path]]]:
+    """Segment the target side chunk by chunk into OUT_DIR/{split}.seg.{tgt}; the segmentation
+    report and the segmented chunks of each split."""
+    out_dir, tgt = Path(args.out_dir), args.tgt_lang
+    cache = None
+    if tgt in CACHING_SEGMENTERS and not args.no_segmentation_cache:
+        cache = str(args.segmentation_cache or out_dir / DEFAULT_SEGMENTATION_CACHE)
+
+    def training_lines() -> Iterator[str]:  # what a learning segmenter learns from
+        return (line for path in normalised["train"][tgt] for line in read_chunk(path))
+
+    totals: Counter = Counter()
+    reused = 0
+    segmented: Dict[str, List[Path]] = {}
+    with open_segmenter(tgt, args.workers, out_dir, training_lines, cache) as segmenter:
+        fingerprint = f"{SEGMENT_STAGE}:{segmenter.fingerprint}"
+        for split in SPLITS:
+            segmented[split] = []
+            for path in normalised[split][tgt]:
+                key, stats, was_reused = process_chunk(
+                    store, SEGMENT_STAGE, fingerprint, [path], partial(_segment_chunk, segmenter)
+                )
+                totals.update(stats)
+                reused += was_reused
+                segmented[split].append(store.output_path(SEGMENT_STAGE, key))
+                progress.update(stats["lines"])
+            # Kept for the analyses: morphological density of the references (eval/).
+            concatenate(segmented[split], out_dir / f"{split}.seg.{tgt}")
+        built = segmenter.report()
+    seconds = max(progress.seconds - float(built["build_seconds"]), 1e-9)
+    words = totals["words"]
+    return {
+        **built,
+        **totals,
+        "seconds": round(seconds, 2),
+        "tokens_per_second": round(totals["tokens"] / seconds),
+        "split_word_share": round(totals["split_words"] / words, 4) if words else 0.0,
+        "morphemes_per_word": round((words + totals["boundaries"]) / words, 4) if words else 0.0,
+        "chunks": sum(len(paths) for paths in segmented.values()),
+        "chunks_reused": reused,
+    }, segmented
+
+
+def _segment_chunk(segmenter: Any, lines: Sequence[str]) -> Tuple[List[str], Dict[str, int]]:
+    segmented, counters = segmenter.segment(lines)
+    return segmented, {**counters, **_word_split_counts(segmented)}
+
+
+def _word_split_counts(segmented: Sequence[str]) -> Dict[str, int]:
+    """Whitespace words, how many got split into more than one morpheme, and the boundaries."""
     words = split_words = boundaries = 0
     for line in segmented:
         for word in line.split(" "):
@@ -402,21 +403,153 @@ def _word_split_counts(segmented: Sequence[str]) -> Dict[str, object]:
                 marks = word.count(MORPHEME_BOUNDARY)
                 boundaries += marks
                 split_words += marks > 0
-    return {
-        "words": words,
-        "split_words": split_words,
-        "split_word_share": round(split_words / words, 4) if words else 0.0,
-        "morphemes_per_word": round((words + boundaries) / words, 4) if words else 0.0,
+    return {"words": words, "split_words": split_words, "boundaries": boundaries}
+
+
+def _sentencepiece_model(
+    args: argparse.Namespace, out_dir: Path, train_text: Dict[str, List[Path]]
+) -> Tuple[SentencePieceModel, Dict[str, object]]:
+    """The model (trained, reused from an earlier run, or given) and its part of the report."""
+    settings: Dict[str, object] = {
+        "model": str(out_dir / MODEL_FILE),
+        "copied_from": args.spm_model,
+        "training_fingerprint": None,
+        "model_type": None,
+        "vocab_size_requested": None,
+        "training_threads": None,
+        "training_lines": None,
+        "training_sample": None,
+        "seed": args.seed,
     }
+    if args.spm_model is not None:
+        model = _existing_model(Path(args.spm_model), out_dir / MODEL_FILE)
+        args.keep_boundary_marks = model.keep_boundary_marks
+    else:
+        # Source training lines, then target ones: the order SentencePiece has always read.
+        chunk_paths = train_text[args.src_lang] + train_text[args.tgt_lang]
 
+        def training_text() -> Iterator[str]:
+            return (line for path in chunk_paths for line in read_chunk(path))
 
-def _check_round_trip(encoded: Sequence[List[str]], raw: Sequence[str], path: Path) -> None:
-    for number, (pieces, line) in enumerate(zip(encoded, raw), start=1):
-        if pieces_to_text(pieces) != line:
-            raise RuntimeError(
-                f"{path}:{number}: the pieces do not spell the raw line again: "
-                f"{pieces_to_text(pieces)!r} != {line!r}"
+        fingerprint, lines = _training_fingerprint(training_text(), args)
+        if _trained_before(out_dir, fingerprint):
+            logger.info("reusing %s: same training text and options", out_dir / MODEL_FILE)
+            model = SentencePieceModel(out_dir / MODEL_FILE, args.keep_boundary_marks)
+        else:
+            # The old report vouches for the old model only: a run killed while training must
+            # not leave a report whose fingerprint would make the next run trust a new model.
+            (out_dir / REPORT_FILE).unlink(missing_ok=True)
+            logger.info(
+                "training SentencePiece (%s, vocabulary %d) on %d of %d lines",
+                args.model_type,
+                args.vocab_size,
+                min(lines, args.spm_sample),
+                lines,
             )
+            model = SentencePieceModel.train(
+                reservoir_sample(training_text(), args.spm_sample, args.seed),
+                out_dir / MODEL_FILE,
+                vocab_size=args.vocab_size,
+                model_type=args.model_type,
+                num_threads=args.spm_threads,
+                seed=args.seed,
+                keep_boundary_marks=args.keep_boundary_marks,
+            )
+        settings.update(
+            training_fingerprint=fingerprint,
+            model_type=args.model_type,
+            vocab_size_requested=args.vocab_size,
+            training_threads=args.spm_threads,
+            training_lines=lines,
+            training_sample=min(lines, args.spm_sample),
+        )
+    settings.update(vocab_size=model.vocab_size, keep_boundary_marks=args.keep_boundary_marks)
+    return model, settings
+
+
+def _training_fingerprint(
+    training_text: Iterable[str], args: argparse.Namespace
+) -> Tuple[str, int]:
+    """sha256 of what the SentencePiece model is a function of, and the number of lines."""
+    text = hashlib.sha256()
+    lines = 0
+    for line in training_text:
+        text.update(line.encode("utf-8") + b"\n")
+        lines += 1
+    options = (args.vocab_size, args.model_type, args.seed, args.spm_threads)
+    if lines > args.spm_sample:  # the sample size matters only where it samples
+        options += (args.spm_sample,)
+    options += (args.keep_boundary_marks,)
+    return hashlib.sha256(repr(options).encode("utf-8") + text.digest()).hexdigest(), lines
+
+
+def _encode(
+    args: argparse.Namespace,
+    model: SentencePieceModel,
+    store: ChunkStore,
+    text: Dict[str, Dict[str, List[Path]]],
+    normalised: Dict[str, Dict[str, List[Path]]],
+    progress: StageProgress,
+) -> Dict[str, Dict[str, Counter]]:
+    """Encode every chunk over --workers processes into OUT_DIR/{split}.sp.{lang}; the pieces
+    counted per split and language."""
+    out_dir = Path(args.out_dir)
+    model_digest = hashlib.sha256(model.model_path.read_bytes()).hexdigest()[:16]
+    fingerprint = f"{chunk_encoding.STAGE}:{model_digest}:{model.keep_boundary_marks}"
+    counts: Dict[str, Dict[str, Counter]] = {}
+    chunk_encoding.use_model(model)  # before the helpers fork
+    reused = chunk_total = 0
+    with ForkedHelpers(args.workers) as helpers:
+        for split in SPLITS:
+            counts[split] = {}
+            for side, chunk_paths in text[split].items():
+                output = out_dir / f"{split}.sp.{side}"
+                tasks = [
+                    chunk_encoding.EncodeTask(
+                        store.directory,
+                        fingerprint,
+                        chunk_path,
+                        normalised[split][side][index],
+                        str(output),
+                        index * args.chunk_lines + 1,
+                    )
+                    for index, chunk_path in enumerate(chunk_paths)
+                ]
+                counts[split][side] = Counter()
+                encoded = []
+                for _, (key, stats, was_reused) in helpers.map(chunk_encoding.encode_chunk, tasks):
+                    counts[split][side].update(stats["pieces"])
+                    encoded.append(store.output_path(chunk_encoding.STAGE, key))
+                    reused += was_reused
+                    progress.update(stats["lines"])
+                concatenate(encoded, output)
+                chunk_total += len(tasks)
+    logger.info("encoded %d chunks (%d done by an earlier run)", chunk_total, reused)
+    return counts
+
+
+def _piece_counts(
+    model: SentencePieceModel, counts: Dict[str, Dict[str, Counter]]
+) -> Dict[str, Dict[str, Dict[str, object]]]:
+    """Per split and language: pieces, pieces fairseq maps to <unk>, never-seen characters."""
+    # fairseq-preprocess --joined-dictionary maps every piece missing from the training text to
+    # <unk>: unseen characters, and pieces of the vocabulary that the training text never used.
+    train_pieces = {piece for side in counts["train"].values() for piece in side}
+    result: Dict[str, Dict[str, Dict[str, object]]] = {}
+    for split, sides in counts.items():
+        result[split] = {}
+        for side, pieces in sides.items():
+            # a piece outside the vocabulary is the surface text of never-seen characters
+            unseen = {piece: n for piece, n in pieces.items() if piece not in model.vocabulary}
+            result[split][side] = {
+                "pieces": sum(pieces.values()),
+                "pieces_not_in_train": sum(
+                    n for piece, n in pieces.items() if piece not in train_pieces
+                ),
+                "unseen_characters": sum(len(piece) * n for piece, n in unseen.items()),
+                "unseen_character_set": "".join(sorted(set("".join(unseen))))[:MAX_UNSEEN_LISTED],
+            }
+    return result
 
 
 def format_summary(report: Dict[str, object]) -> str:
@@ -464,6 +597,8 @@ def format_summary(report: Dict[str, object]) -> str:
             f"{segmentation['split_word_share']:.1%} of {segmentation['words']} words split, "
             f"{segmentation['morphemes_per_word']} morphemes per word"
         )
+    times = ", ".join(f"{stage} {seconds} s" for stage, seconds in report["stage_seconds"].items())
+    lines.append(f"stages ({report['workers']} worker(s)): {times}")
     return "\n".join(lines)
 
 

@@ -51,7 +51,8 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
+from types import TracebackType
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
 
 from fairseq_struct.morph.collector import collector_paused
 from fairseq_struct.morph.forked_helpers import ForkedHelpers, shrinking_batches
@@ -484,6 +485,82 @@ def _analyse_new_chunks(
     )
 
 
+class LineSegmentation:
+    """`segment_lines` over many calls: the shared segmenter is built, and helpers forked, once.
+
+    A streamed preparation segments a corpus chunk by chunk; forking new helpers for each chunk
+    would lose their warm caches and pay the copy-on-write faults again. Use it as a context
+    manager; helpers are forked at the first `segment` that has a line to segment.
+    """
+
+    def __init__(
+        self,
+        workers: int = 1,
+        log_every_s: float = 30.0,
+        cache: Optional[SegmentationCache] = None,
+    ) -> None:
+        self.workers, self.log_every_s, self.cache = workers, log_every_s, cache
+        self.segmenter = shared_segmenter()  # before the helpers fork, so that they inherit it
+        if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
+            logger.warning("processes cannot be forked here: segmenting in this process only")
+            self.workers = 1
+        self._helpers: Optional[ForkedHelpers] = None
+
+    def __enter__(self) -> "LineSegmentation":
+        return self
+
+    def __exit__(
+        self,
+        error_type: Optional[Type[BaseException]],
+        error: Optional[BaseException],
+        trace: Optional[TracebackType],
+    ) -> None:
+        try:
+            if self._helpers is not None:
+                self._helpers.__exit__(error_type, error, trace)
+        finally:
+            if self.cache is not None:
+                self.cache.commit()
+
+    def segment(self, lines: Sequence[str], stats: Optional[SegmentationStats] = None) -> List[str]:
+        """Segment `lines` in order, adding to `stats` if given (see `segment_lines`)."""
+        stats = SegmentationStats() if stats is None else stats
+        progress = _Progress(len(lines), stats, self.log_every_s)
+        results: List[Optional[SegmentationResult]] = [None] * len(lines)
+        todo = []
+        for index, line in enumerate(lines):
+            results[index] = None if self.cache is None else self.cache.get(line)
+            if results[index] is None:
+                todo.append(index)
+            else:
+                progress.add(results[index], cached=True)
+        try:
+            if self.workers > 1 and todo:  # no helpers to fork while every line is cached
+                if self._helpers is None:
+                    self._helpers = ForkedHelpers(self.workers).__enter__()
+                for start in range(0, len(todo), _BLOCK_LINES):
+                    block = todo[start : start + _BLOCK_LINES]
+                    block_lines = [lines[index] for index in block]
+                    _analyse_new_chunks(self.segmenter, block_lines, self._helpers)
+                    batches = shrinking_batches(
+                        block_lines, self.workers, _BATCH_LINES, _BATCH_LINES // 20
+                    )
+                    segmented = (
+                        result
+                        for _, batch_results in self._helpers.map(_segment_in_worker, batches)
+                        for result in batch_results
+                    )
+                    _collect(lines, block, segmented, results, progress, self.cache)
+            else:
+                batches = ([lines[i] for i in indexes] for indexes in _batches(todo, _BATCH_LINES))
+                segmented = chain.from_iterable(map(self.segmenter._segment_many, batches))
+                _collect(lines, todo, segmented, results, progress, self.cache)
+        finally:
+            if self.cache is not None:
+                self.cache.commit()
+        return [text for text, _, _ in results]
+
+
 def segment_lines(
     lines: Sequence[str],
     workers: int = 1,
@@ -501,44 +578,8 @@ def segment_lines(
     forked: some of Zemberek's analyses depend on the process's string hash seed (e.g. "tıbbı"
     has none under some seeds), and forked helpers share this process's.
     """
-    stats = SegmentationStats() if stats is None else stats
-    progress = _Progress(len(lines), stats, log_every_s)
-    results: List[Optional[SegmentationResult]] = [None] * len(lines)
-    todo = []
-    for index, line in enumerate(lines):
-        results[index] = None if cache is None else cache.get(line)
-        if results[index] is None:
-            todo.append(index)
-        else:
-            progress.add(results[index], cached=True)
-    segmenter = shared_segmenter()
-    if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
-        logger.warning("processes cannot be forked here: segmenting in this process only")
-        workers = 1
-    try:
-        if workers > 1 and todo:  # no helpers to fork when every line is cached
-            with ForkedHelpers(workers) as helpers:
-                for start in range(0, len(todo), _BLOCK_LINES):
-                    block = todo[start : start + _BLOCK_LINES]
-                    block_lines = [lines[index] for index in block]
-                    _analyse_new_chunks(segmenter, block_lines, helpers)
-                    batches = shrinking_batches(
-                        block_lines, workers, _BATCH_LINES, _BATCH_LINES // 20
-                    )
-                    segmented = (
-                        result
-                        for _, batch_results in helpers.map(_segment_in_worker, batches)
-                        for result in batch_results
-                    )
-                    _collect(lines, block, segmented, results, progress, cache)
-        else:
-            batches = ([lines[i] for i in indexes] for indexes in _batches(todo, _BATCH_LINES))
-            segmented = chain.from_iterable(map(segmenter._segment_many, batches))
-            _collect(lines, todo, segmented, results, progress, cache)
-    finally:
-        if cache is not None:
-            cache.commit()
-    return [text for text, _, _ in results]
+    with LineSegmentation(workers, log_every_s, cache) as segmentation:
+        return segmentation.segment(lines, stats)
 
 
 def _batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

@@ -11,6 +11,7 @@ from fairseq_struct.morph import prepare
 from fairseq_struct.morph.inuktitut import InuktitutSegmenter
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
 from fairseq_struct.morph.markers import pieces_to_text
+from fairseq_struct.morph.segmenters import INUKTITUT_MODEL_FILE
 
 # Real Inuktitut (syllabics, from the WMT20 news task) with its English side. It is shared
 # development data, not part of the repository, so the tests that read it skip when it is absent.
@@ -157,7 +158,7 @@ def test_prepare_morph_mode_learns_on_train_saves_the_model_and_reuses_it(tmp_pa
 
     assert prepare.main(args) == 0
 
-    model = out / prepare.INUKTITUT_MODEL_FILE
+    model = out / INUKTITUT_MODEL_FILE
     trained_on_train = InuktitutSegmenter()
     trained_on_train.train(sample_lines[:200])
     trained_on_train.save(tmp_path / "expected.segm")

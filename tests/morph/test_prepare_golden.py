@@ -46,12 +46,14 @@ def _digests(out: Path) -> Dict[str, str]:
 def _prepare(raw: Path, out: Path, mode: str, vocab_size: int, workers: int) -> Dict[str, str]:
     """prepare's command line, as scripts/prepare-parallel.sh runs it: with PYTHONHASHSEED=0,
     since some of Zemberek's analyses depend on the string hash seed (README, "Morphological
-    segmentation"); under another seed Tatoeba's "tıbba" gets another segmentation."""
+    segmentation"); under another seed Tatoeba's "tıbba" gets another segmentation. With one
+    SentencePiece training thread, the default when the digests were recorded (it is --workers
+    now): the model file records the thread count among its training options."""
     command = [
         sys.executable, "-m", "fairseq_struct.morph.prepare", "--src-lang", "en", "--tgt-lang", "tr",
         "--train", str(raw / "train"), "--valid", str(raw / "valid"), "--test", str(raw / "test"),
         "--mode", mode, "--vocab-size", str(vocab_size), "--workers", str(workers),
-        "--out-dir", str(out),
+        "--out-dir", str(out), "--spm-threads", "1",
     ]  # fmt: skip
     env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)

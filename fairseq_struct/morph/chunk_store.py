@@ -1,0 +1,96 @@
+"""`ChunkStore`: the files a streamed preparation works through, chunk by chunk, and resumes from.
+
+A corpus goes through each stage (segmentation, SentencePiece encoding) in chunks of a fixed
+number of lines. A stage's output for a chunk is stored under a key that is the SHA-256 of the
+stage's fingerprint (the model or segmenter it used, and their options) and of the chunk's
+input bytes. A run that is killed and started again recomputes only the chunks whose key has
+no output yet; an input or option that changed gives new keys, so stale outputs are never used.
+
+Layout under the store's directory (by default OUT_DIR/.prepare-work, removed after a run that
+completes):
+    input/{split}.{side}.{index:06d}   the checked, whitespace-normalised lines of one chunk
+    {stage}/{key}.txt                  a stage's output lines for a chunk
+    {stage}/{key}.json                 its statistics, written after the .txt: the chunk is done
+Every file is written atomically (`corpus_io.atomic_writer`): no half-written file ever has a
+final name, and the .json is renamed into place only once the .txt is complete.
+"""
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from fairseq_struct.morph.corpus_io import atomic_write_json, atomic_write_lines, atomic_writer
+
+# Lines per chunk: the unit of restart and of work handed to a process. 50,000 lines of
+# OpenSubtitles are about 3 MB of text and a few seconds of Turkish segmentation per process.
+DEFAULT_CHUNK_LINES = 50_000
+
+ChunkStats = Dict[str, Any]
+
+
+class ChunkStore:
+    """Chunk files under `directory`; see the module docstring for the layout."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+
+    def input_path(self, split: str, side: str, index: int) -> Path:
+        return self.directory / "input" / f"{split}.{side}.{index:06d}"
+
+    def output_path(self, stage: str, key: str) -> Path:
+        return self.directory / stage / f"{key}.txt"
+
+    def key(self, fingerprint: str, inputs: Sequence[Path]) -> str:
+        """The key of a stage's output for the chunk made of `inputs` (their bytes, in order)."""
+        digest = hashlib.sha256(fingerprint.encode("utf-8"))
+        for path in inputs:
+            digest.update(b"\0" + path.read_bytes())
+        return digest.hexdigest()[:32]
+
+    def finished(self, stage: str, key: str) -> Optional[ChunkStats]:
+        """The statistics of a chunk this stage has finished, or None."""
+        stats_path = self.directory / stage / f"{key}.json"
+        if not stats_path.is_file() or not self.output_path(stage, key).is_file():
+            return None
+        return json.loads(stats_path.read_text(encoding="utf-8"))
+
+    def write(self, stage: str, key: str, lines: Iterable[str], stats: ChunkStats) -> None:
+        """Store a chunk's output and then its statistics, which mark it finished."""
+        atomic_write_lines(self.output_path(stage, key), lines)
+        atomic_write_json(self.directory / stage / f"{key}.json", stats)
+
+    def remove(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def read_chunk(path: Path) -> List[str]:
+    """The lines of a chunk file written by this module (valid UTF-8, one "\\n" per line)."""
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+
+def process_chunk(
+    store: ChunkStore,
+    stage: str,
+    fingerprint: str,
+    inputs: Sequence[Path],
+    compute: Any,
+) -> Tuple[str, ChunkStats, bool]:
+    """(key, statistics, reused) of one chunk: its stored output when this stage has finished
+    it, else `compute(*lines of each input)` -> (output lines, statistics), stored first."""
+    key = store.key(fingerprint, inputs)
+    stats = store.finished(stage, key)
+    if stats is not None:
+        return key, stats, True
+    lines, stats = compute(*(read_chunk(path) for path in inputs))
+    store.write(stage, key, lines, stats)
+    return key, stats, False
+
+
+def concatenate(paths: Iterable[Path], destination: Path) -> None:
+    """`destination`, atomically, as the concatenation of `paths`."""
+    with atomic_writer(destination) as out:
+        for path in paths:
+            with open(path, "rb") as chunk:
+                shutil.copyfileobj(chunk, out, 1 << 22)
