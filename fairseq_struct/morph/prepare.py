@@ -280,7 +280,7 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
 
     pieces = 2 * sum(report.pairs_kept for report in reports.values())
     with StageProgress("encode", pieces) as progress:
-        counts = _encode(args, model, store, text, normalised, progress)
+        counts, encoding = _encode(args, model, store, text, normalised, progress)
     stage_seconds["encode"] = progress.seconds
 
     report = {
@@ -293,6 +293,7 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
             for split in SPLITS
         },
         "segmentation": segmentation,
+        "encoding": encoding,
         "chunk_lines": args.chunk_lines,
         "workers": args.workers,
         "stage_seconds": {stage: round(seconds, 2) for stage, seconds in stage_seconds.items()},
@@ -490,9 +491,9 @@ def _encode(
     text: Dict[str, Dict[str, List[Path]]],
     normalised: Dict[str, Dict[str, List[Path]]],
     progress: StageProgress,
-) -> Dict[str, Dict[str, Counter]]:
+) -> Tuple[Dict[str, Dict[str, Counter]], Dict[str, int]]:
     """Encode every chunk over --workers processes into OUT_DIR/{split}.sp.{lang}; the pieces
-    counted per split and language."""
+    counted per split and language, and the chunks encoded and reused."""
     out_dir = Path(args.out_dir)
     model_digest = hashlib.sha256(model.model_path.read_bytes()).hexdigest()[:16]
     fingerprint = f"{chunk_encoding.STAGE}:{model_digest}:{model.keep_boundary_marks}"
@@ -525,7 +526,7 @@ def _encode(
                 concatenate(encoded, output)
                 chunk_total += len(tasks)
     logger.info("encoded %d chunks (%d done by an earlier run)", chunk_total, reused)
-    return counts
+    return counts, {"chunks": chunk_total, "chunks_reused": reused}
 
 
 def _piece_counts(
