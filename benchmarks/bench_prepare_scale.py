@@ -374,14 +374,15 @@ def bytes_under(directory: Path) -> Tuple[int, Dict[str, int]]:
 
 
 def stage_seconds(report: object, prefix: str = "", depth: int = 0) -> Dict[str, float]:
-    """Every `...seconds` number of prepare_report.json, by its dotted path (stage times)."""
+    """Every `...seconds` number of prepare_report.json, and every number in a `...seconds`
+    dict (`stage_seconds`), by its dotted path (stage times)."""
     found: Dict[str, float] = {}
     if depth > 4 or not isinstance(report, dict):
         return found
     for key, value in report.items():
         path = f"{prefix}{key}"
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if str(key).endswith(("seconds", "_s")):
+            if str(key).endswith(("seconds", "_s")) or prefix.endswith(("seconds.", "_s.")):
                 found[path] = value
         elif isinstance(value, dict):
             found.update(stage_seconds(value, path + ".", depth + 1))

@@ -22,7 +22,12 @@ options:
                      target side, then SentencePiece (default: morph)
   --vocab-size N     joint SentencePiece vocabulary (default: 8000)
   --out DIR          output directory (default: data-bin/<src>-<tgt>-<mode>)
-  --workers N        processes for segmentation and fairseq-preprocess (default: 1)
+  --workers N        processes for segmentation, SentencePiece encoding and
+                     fairseq-preprocess, and SentencePiece training threads (default: 1)
+  --spm-threads N    SentencePiece training threads (default: --workers); the model
+                     depends on it: keep it fixed to reproduce a model
+  --chunk-lines N    lines per chunk: memory in use, and the work a killed run that is
+                     started again does not redo (default: 50,000)
   --segmentation-cache FILE
                      Turkish: sqlite file of segmented lines reused across runs
   --spm-sample N     train SentencePiece on a seeded sample of N lines when the training
@@ -35,7 +40,7 @@ options:
 EOF
 }
 
-src_lang="en" tgt_lang="" train="" valid="" test="" mode="morph" vocab_size=8000 out="" workers=1 cache_args=() spm_args=() dict_dir=""
+src_lang="en" tgt_lang="" train="" valid="" test="" mode="morph" vocab_size=8000 out="" workers=1 cache_args=() prepare_args=() dict_dir=""
 while [[ $# -gt 0 ]]; do
     if [[ "$1" != -h && "$1" != --help && $# -lt 2 ]]; then
         echo "error: $1 needs a value" >&2
@@ -53,8 +58,10 @@ while [[ $# -gt 0 ]]; do
         --out) out="$2"; shift 2 ;;
         --workers) workers="$2"; shift 2 ;;
         --segmentation-cache) cache_args=(--segmentation-cache "$2"); shift 2 ;;
-        --spm-model) spm_args+=(--spm-model "$2"); shift 2 ;;
-        --spm-sample) spm_args+=(--spm-sample "$2"); shift 2 ;;
+        --spm-model) prepare_args+=(--spm-model "$2"); shift 2 ;;
+        --spm-sample) prepare_args+=(--spm-sample "$2"); shift 2 ;;
+        --spm-threads) prepare_args+=(--spm-threads "$2"); shift 2 ;;
+        --chunk-lines) prepare_args+=(--chunk-lines "$2"); shift 2 ;;
         --dict) dict_dir="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "error: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -90,7 +97,7 @@ export PYTHONHASHSEED="${PYTHONHASHSEED:-0}"
     --src-lang "$src_lang" --tgt-lang "$tgt_lang" \
     --train "$train" --valid "$valid" --test "$test" \
     --mode "$mode" --vocab-size "$vocab_size" --workers "$workers" \
-    --out-dir "$out" "${cache_args[@]}" "${spm_args[@]}"
+    --out-dir "$out" "${cache_args[@]}" "${prepare_args[@]}"
 
 # prepare has just rewritten the pieces: a dictionary from an earlier run into this directory
 # would not match them (and fairseq-preprocess refuses to overwrite it).
