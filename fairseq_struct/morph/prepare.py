@@ -245,7 +245,7 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
     sides = (args.src_lang, args.tgt_lang)
 
     paths = {split: split_paths(getattr(args, split), *sides) for split in SPLITS}
-    total = sum(count_lines(path) for source, _ in paths.values() for path in (source,))
+    total = sum(count_lines(source) for source, _ in paths.values())
     with StageProgress("read and check", total, unit="pairs") as progress:
         reads = {
             split: _read_split(split, *paths[split], args, store, progress) for split in SPLITS
@@ -283,14 +283,14 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         counts, encoding = _encode(args, model, store, text, normalised, progress)
     stage_seconds["encode"] = progress.seconds
 
+    encoded = _piece_counts(model, counts)
     report = {
         "mode": args.mode,
         "source_lang": args.src_lang,
         "target_lang": args.tgt_lang,
         "sentencepiece": piece_model,
         "splits": {
-            split: {**asdict(reports[split]), "encoded": _piece_counts(model, counts)[split]}
-            for split in SPLITS
+            split: {**asdict(reports[split]), "encoded": encoded[split]} for split in SPLITS
         },
         "segmentation": segmentation,
         "encoding": encoding,
