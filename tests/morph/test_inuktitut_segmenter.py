@@ -192,6 +192,25 @@ def test_prepare_morph_mode_learns_on_train_saves_the_model_and_reuses_it(tmp_pa
             assert (out / f"{split}.en-iu.{lang}.bin").stat().st_size > 0
 
 
+def test_prepare_segments_inuktitut_alike_in_two_worker_processes(tmp_path, sample_lines):
+    """Inuktitut lines are segmented and encoded in --workers processes, chunk by chunk, in
+    order: the same bytes as one process reading the whole corpus as one chunk."""
+    raw = tmp_path / "raw"
+    write_corpus(raw, sample_lines)
+    outputs = []
+    for workers, chunk_lines in ((1, 1000), (2, 150)):  # 150: two batches, one per process
+        out = tmp_path / f"bin-{workers}"
+        args = prepare_args(raw, out, "morph", "--tgt-lang", "iu", "--vocab-size", "600")
+        extra = ["--workers", str(workers), "--chunk-lines", str(chunk_lines), "--spm-threads", "1"]
+        assert prepare.main([*args, *extra]) == 0
+        report = json.loads((out / "prepare_report.json").read_text(encoding="utf-8"))
+        assert report["segmentation"]["workers"] == workers
+        names = [f"{split}.{kind}.{lang}" for split in RANGES for kind, lang in
+                 (("seg", "iu"), ("sp", "iu"), ("sp", "en"))]  # fmt: skip
+        outputs.append({name: (out / name).read_bytes() for name in names})
+    assert outputs[0] == outputs[1]
+
+
 def test_script_runs_prepare_and_fairseq_preprocess_for_inuktitut(tmp_path, sample_lines):
     raw = tmp_path / "raw"
     write_corpus(raw, sample_lines)
