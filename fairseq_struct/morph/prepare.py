@@ -79,11 +79,7 @@ from fairseq_struct.morph.segmenters import (
     SEGMENTED_LANGUAGES,
     open_segmenter,
 )
-from fairseq_struct.morph.sentencepiece_model import (
-    MODEL_TYPES,
-    SentencePieceModel,
-    reservoir_sample,
-)
+from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
 from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger(__name__)
@@ -448,13 +444,14 @@ def _sentencepiece_model(
                 lines,
             )
             model = SentencePieceModel.train(
-                reservoir_sample(training_text(), args.spm_sample, args.seed),
+                training_text(),
                 out_dir / MODEL_FILE,
                 vocab_size=args.vocab_size,
                 model_type=args.model_type,
                 num_threads=args.spm_threads,
                 seed=args.seed,
                 keep_boundary_marks=args.keep_boundary_marks,
+                sample_size=args.spm_sample,
             )
         settings.update(
             training_fingerprint=fingerprint,

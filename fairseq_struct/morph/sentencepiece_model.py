@@ -16,7 +16,10 @@ Training settings, and why:
   random sample of that many, in corpus order (ours: SentencePiece's own `input_sentence_size`
   sampling draws another sample in every process whatever its seed); the random seed is fixed,
   so training is deterministic for a given `num_threads` (a different thread count gives a
-  different model).
+  different model);
+- the lines (or the sample) are streamed to a temporary file that SentencePiece reads: the
+  sample is in Python memory only while it is drawn, not beside SentencePiece's own copy of it
+  while it trains (a peak of the larger of the two instead of their sum).
 
 Characters never seen in training come out as pieces of their own surface text (the processor
 is used with `out_type=str`), which fairseq's dictionary maps to `<unk>`; `unknown_characters`
@@ -33,6 +36,8 @@ token-level loss. Keep them to let a model see morpheme boundaries explicitly.
 
 import io
 import random
+import tempfile
+from array import array
 from pathlib import Path
 from typing import Iterable, List, Sequence, Tuple, Union
 
@@ -46,17 +51,38 @@ MODEL_TYPES = ("unigram", "bpe")
 
 def reservoir_sample(lines: Iterable[str], size: int, seed: int) -> List[str]:
     """`size` lines drawn uniformly from a stream (Algorithm R, random.Random(seed)), returned
-    in their order in the stream; all of them when there are fewer. Memory: `size` lines."""
+    in their order in the stream; all of them when there are fewer. Memory: `size` lines (their
+    positions in an 8-byte array)."""
     rng = random.Random(seed)
-    kept: List[Tuple[int, str]] = []
+    kept: List[str] = []
+    positions = array("q")
     for index, line in enumerate(lines):
         if index < size:
-            kept.append((index, line))
+            kept.append(line)
+            positions.append(index)
         else:
             slot = rng.randrange(index + 1)
             if slot < size:
-                kept[slot] = (index, line)
-    return [line for _, line in sorted(kept)]
+                kept[slot] = line
+                positions[slot] = index
+    return [kept[slot] for slot in sorted(range(len(kept)), key=positions.__getitem__)]
+
+
+def _write_training_text(
+    lines: Iterable[str], sample_size: int, seed: int, path: Path
+) -> Tuple[int, int]:
+    """Write the training lines (or their `reservoir_sample`) to `path`; (lines, longest line in
+    bytes). The sample is freed when this returns."""
+    if sample_size > 0:
+        lines = reservoir_sample(lines, sample_size, seed)
+    count = longest = 0
+    with open(path, "wb") as file:
+        for line in lines:
+            data = line.encode("utf-8")
+            file.write(data + b"\n")
+            count += 1
+            longest = max(longest, len(data))
+    return count, longest
 
 
 class SentencePieceModel:
@@ -73,7 +99,7 @@ class SentencePieceModel:
     @classmethod
     def train(
         cls,
-        lines: Sequence[str],
+        lines: Iterable[str],
         model_path: Union[str, Path],
         vocab_size: int = 8000,
         model_type: str = "unigram",
@@ -82,7 +108,8 @@ class SentencePieceModel:
         keep_boundary_marks: bool = False,
         sample_size: int = 0,
     ) -> "SentencePieceModel":
-        """Train on `lines` (source and target training text together) and save to `model_path`.
+        """Train on `lines` (source and target training text together, read once, as a stream)
+        and save to `model_path`.
 
         With `sample_size` > 0 and more lines than that, SentencePiece trains on a random sample
         of `sample_size` lines (`reservoir_sample`, seeded by `seed`); otherwise on all lines in
@@ -90,33 +117,53 @@ class SentencePieceModel:
         """
         if model_type not in MODEL_TYPES:
             raise ValueError(f"model_type must be one of {MODEL_TYPES}, not {model_type!r}")
-        if 0 < sample_size < len(lines):
-            lines = reservoir_sample(lines, sample_size, seed)
-        longest = max((len(line.encode("utf-8")) for line in lines), default=0)
+        model_path = Path(model_path)
+        model_path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=model_path.parent, prefix=".spm-training-") as work:
+            text = Path(work) / "training.txt"
+            _, longest = _write_training_text(lines, sample_size, seed, text)
+            model = cls._train_on_file(
+                text, model_path, vocab_size, model_type, num_threads, seed, longest
+            )
+        atomic_write_bytes(model_path, model)
+        return cls(model_path, keep_boundary_marks)
+
+    @staticmethod
+    def _train_on_file(
+        text: Path,
+        model_path: Path,
+        vocab_size: int,
+        model_type: str,
+        num_threads: int,
+        seed: int,
+        longest: int,
+    ) -> bytes:
         model = io.BytesIO()
         sentencepiece.set_random_generator_seed(seed)
         try:
-            sentencepiece.SentencePieceTrainer.train(
-                sentence_iterator=iter(lines),
-                model_writer=model,
-                vocab_size=vocab_size,
-                model_type=model_type,
-                hard_vocab_limit=False,
-                character_coverage=1.0,
-                normalization_rule_name="identity",
-                remove_extra_whitespaces=False,
-                byte_fallback=False,
-                user_defined_symbols=[MORPHEME_BOUNDARY],
-                max_sentence_length=max(longest + 1, 4192),  # 4192: SentencePiece default
-                input_sentence_size=0,
-                shuffle_input_sentence=False,
-                num_threads=num_threads,
-                minloglevel=2,
-            )
+            # read from the file by an iterator, not as `input=`: the model would record the
+            # temporary file's name among its options, and differ from run to run
+            with open(text, encoding="utf-8", newline="\n") as lines:
+                sentencepiece.SentencePieceTrainer.train(
+                    sentence_iterator=(line[:-1] for line in lines),
+                    model_writer=model,
+                    vocab_size=vocab_size,
+                    model_type=model_type,
+                    hard_vocab_limit=False,
+                    character_coverage=1.0,
+                    normalization_rule_name="identity",
+                    remove_extra_whitespaces=False,
+                    byte_fallback=False,
+                    user_defined_symbols=[MORPHEME_BOUNDARY],
+                    max_sentence_length=max(longest + 1, 4192),  # 4192: SentencePiece default
+                    input_sentence_size=0,
+                    shuffle_input_sentence=False,
+                    num_threads=num_threads,
+                    minloglevel=2,
+                )
         except RuntimeError as error:
             raise ValueError(f"SentencePiece training for {model_path} failed: {error}") from error
-        atomic_write_bytes(model_path, model.getvalue())
-        return cls(model_path, keep_boundary_marks)
+        return model.getvalue()
 
     @property
     def vocab_size(self) -> int:
