@@ -3,6 +3,8 @@
 # morphemes, encode with SentencePiece (pieces: bert2d, roberta) or tokenize into words
 # (words: bert_elmo), then binarize with stock `fairseq-preprocess --only-source`.
 # One sentence per line; empty lines separate documents (needed for --sentence-objective).
+# The text is streamed in chunks (memory does not grow with the corpus); a killed run started
+# again with the same arguments reuses the chunks it finished.
 set -euo pipefail
 
 usage() {
@@ -17,7 +19,9 @@ options:
   --lang L              language: tr (Zemberek) or iu (Morfessor) for morph mode (default: tr)
   --vocab-size N        SentencePiece vocabulary (default: 8000)
   --spm-model PATH      encode with an existing SentencePiece model instead of training one
-  --workers N           processes for segmentation and fairseq-preprocess (default: 1)
+  --workers N           processes for segmentation, SentencePiece (training threads,
+                        encoding and its round-trip check), Moses tokenization and
+                        fairseq-preprocess (default: 1)
   -h, --help            show this help
 EOF
 }

@@ -1,51 +1,91 @@
 """Turn raw monolingual text into the input of `fairseq-preprocess --only-source` for MLM.
 
     python -m fairseq_struct.masked_lm.prepare --train raw/train.txt --valid raw/valid.txt \\
-        --units pieces --mode morph --lang tr --vocab-size 8000 --out-dir data-bin/tr-mlm/text
+        --units pieces --mode morph --lang tr --vocab-size 8000 --out-dir data-bin/tr-mlm/text \\
+        [--workers 4]
 
 Input: one sentence per line, documents separated by empty lines (needed for NSP/SOP; MLM
-alone does not care). Output in --out-dir, written atomically:
-- `--units pieces` (bert2d, roberta): SentencePiece pieces (`spm.model`, trained on the training
-  split, or `--spm-model` reused); in `--mode morph` the text is first segmented into morphemes
-  (Turkish: Zemberek, Inuktitut: Morfessor; `fairseq_struct.morph`) and no piece crosses a
-  morpheme boundary. A piece starting with ▁ begins a word, which is all the masked-LM task
-  needs to find words.
-- `--units words` (bert_elmo): Moses-tokenized words (sacremoses), and `dict.txt`: the training
-  words by frequency, then the words that only valid/test contain with count 0, so that every
-  word keeps its characters (BERT-ELMo embeds words from their characters, never as <unk>).
-- {split}.txt per split, empty lines kept; prepare_report.json (lines dropped and why,
-  documents, tokens per word).
-`scripts/prepare-mlm.sh` runs this and then fairseq-preprocess.
+alone does not care). Every split is streamed in chunks of --chunk-lines lines, so that memory
+does not grow with the corpus, and goes through these stages:
+
+1. read and check (`corpus_io.iter_documents`): whitespace is normalised, runs of empty lines
+   become one document break (none at the start or end); a bad training line is dropped, a bad
+   valid or test line stops the run with its file:line;
+2. `--units pieces` (bert2d, roberta): in `--mode morph` the text is first segmented into
+   morphemes (Turkish: Zemberek, Inuktitut: Morfessor; `morph.segmenters`) in --workers
+   processes, so that no piece crosses a morpheme boundary. SentencePiece trains on the
+   training lines, or on a seeded sample of --spm-sample of them, with --spm-threads threads
+   (default: --workers; the model depends on it); `--spm-model` reuses a model instead. Every
+   split is encoded in --workers processes, which check that the pieces of each line spell the
+   normalised line again (`morph.chunk_encoding`). A piece starting with ▁ begins a word,
+   which is all the masked-LM task needs to find words.
+   `--units words` (bert_elmo): Moses-tokenized words (sacremoses) in --workers processes, and
+   `dict.txt`: the training words by frequency, then the words that only valid/test contain
+   with count 0, so that every word keeps its characters (BERT-ELMo embeds words from their
+   characters, never as <unk>).
+
+Output in --out-dir, written atomically: {split}.txt per split, document breaks kept; spm.model
+(pieces) or dict.txt (words); prepare_report.json (lines dropped and why, documents, tokens per
+word, SentencePiece training lines and sample, chunks done and reused, seconds per stage). A run
+that was killed starts again from its finished chunks, kept in OUT_DIR/.prepare-work
+(`morph.chunk_store`, removed when the run completes). Each stage shows its progress (a bar on
+a terminal, else a log line every million lines). `scripts/prepare-mlm.sh` runs this and then
+fairseq-preprocess.
 """
 
 import argparse
 import logging
 import sys
+import time
 from collections import Counter
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache, partial
+from importlib.metadata import version
+from itertools import islice
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 from fairseq_struct.cli_logging import configure_logging
+from fairseq_struct.morph import chunk_encoding
+from fairseq_struct.morph.chunk_store import (
+    DEFAULT_CHUNK_LINES,
+    ChunkStats,
+    ChunkStore,
+    concatenate,
+    process_chunk,
+    read_chunk,
+)
 from fairseq_struct.morph.corpus_io import (
     CorpusError,
+    DocumentsReport,
+    atomic_write_bytes,
     atomic_write_json,
     atomic_write_lines,
-    read_documents,
+    count_lines,
+    iter_documents,
+)
+from fairseq_struct.morph.forked_helpers import ForkedHelpers
+from fairseq_struct.morph.prepare import (
+    DEFAULT_SPM_SAMPLE,
+    MODEL_FILE,
+    REPORT_FILE,
+    SEGMENT_STAGE,
+    SPLITS,
+    WORK_DIR,
 )
 from fairseq_struct.morph.segmenters import (
+    CACHING_SEGMENTERS,
     DEFAULT_SEGMENTATION_CACHE,
     SEGMENTED_LANGUAGES,
-    segment_all,
+    open_segmenter,
 )
 from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
+from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger("fairseq_struct.masked_lm.prepare")
 
-SPLITS = ("train", "valid", "test")
-MODEL_FILE = "spm.model"
 WORDS_DICTIONARY_FILE = "dict.txt"
-REPORT_FILE = "prepare_report.json"
+TOKENIZE_STAGE = "tokenize"
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -62,89 +102,349 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--model-type", choices=MODEL_TYPES, default="unigram")
     parser.add_argument("--spm-model", type=Path, help="reuse this SentencePiece model")
-    parser.add_argument("--workers", type=int, default=1, help="segmentation processes")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes for segmentation, encoding and its round-trip check, and Moses "
+        "tokenization (default: 1)",
+    )
+    parser.add_argument(
+        "--spm-threads",
+        type=int,
+        help="threads for SentencePiece training (default: --workers); the model depends on "
+        "it, so keep it fixed to reproduce a model",
+    )
+    parser.add_argument(
+        "--chunk-lines",
+        type=int,
+        default=DEFAULT_CHUNK_LINES,
+        metavar="N",
+        help="lines per chunk: what is in memory at a time, and the unit of work that a "
+        f"killed run does not redo (default: {DEFAULT_CHUNK_LINES:,})",
+    )
+    parser.add_argument(
+        "--spm-sample",
+        type=int,
+        default=DEFAULT_SPM_SAMPLE,
+        metavar="N",
+        help="SentencePiece trains on all training lines when there are at most N, else on a "
+        f"seeded random sample of N (default: {DEFAULT_SPM_SAMPLE:,})",
+    )
+    parser.add_argument("--seed", type=int, default=1, help="SentencePiece random seed")
     args = parser.parse_args(argv)
+    if args.spm_threads is None:
+        args.spm_threads = args.workers
+    numbers = (args.vocab_size, args.workers, args.spm_threads, args.spm_sample, args.chunk_lines)
+    if min(numbers) < 1:
+        parser.error(
+            "--vocab-size, --workers, --spm-threads, --spm-sample and --chunk-lines must be "
+            "positive"
+        )
     if args.mode == "morph" and args.lang not in SEGMENTED_LANGUAGES:
         parser.error(f"--mode morph has segmenters for {SEGMENTED_LANGUAGES}, not {args.lang!r}")
     return args
 
 
-def _segment(documents: Dict[str, List[str]], args: argparse.Namespace) -> Dict[str, List[str]]:
-    """Morpheme-segment the non-empty lines of every split (training split first)."""
-    order = [split for split in SPLITS if split in documents]
-    sentences = [line for split in order for line in documents[split] if line]
-    train_lines = sum(1 for line in documents["train"] if line)
-    cache = str(args.out_dir / DEFAULT_SEGMENTATION_CACHE) if args.lang == "tr" else None
-    segmented = segment_all(
-        args.lang, sentences, args.workers, args.out_dir, lambda: sentences[:train_lines], cache
-    )
-    it = iter(segmented)
-    return {split: [next(it) if line else "" for line in documents[split]] for split in order}
+@dataclass
+class _Split:
+    """One split as read: its report, its checked and normalised chunks, and its words."""
 
+    report: DocumentsReport
+    chunks: List[Path] = field(default_factory=list)
+    words: int = 0  # whitespace words of the normalised lines (tokens_per_word's denominator)
 
-def _pieces(documents: Dict[str, List[str]], args: argparse.Namespace) -> Dict[str, List[str]]:
-    text = _segment(documents, args) if args.mode == "morph" else documents
-    model_path = args.out_dir / MODEL_FILE
-    if args.spm_model is not None:
-        model = SentencePieceModel(args.spm_model)
-        if args.spm_model.resolve() != model_path.resolve():
-            model_path.write_bytes(args.spm_model.read_bytes())
-    else:
-        training = [line for line in text["train"] if line]
-        model = SentencePieceModel.train(training, model_path, args.vocab_size, args.model_type)
-    return {
-        split: [" ".join(model.encode(line)) if line else "" for line in lines]
-        for split, lines in text.items()
-    }
-
-
-def _words(documents: Dict[str, List[str]], args: argparse.Namespace) -> Dict[str, List[str]]:
-    from sacremoses import MosesTokenizer
-
-    tokenizer = MosesTokenizer(lang=args.lang)
-    tokenized = {
-        split: [
-            tokenizer.tokenize(line, escape=False, return_str=True) if line else ""
-            for line in lines
-        ]
-        for split, lines in documents.items()
-    }
-    counts = Counter(word for line in tokenized["train"] for word in line.split())
-    unseen = sorted(
-        {
-            word
-            for split in tokenized
-            if split != "train"
-            for line in tokenized[split]
-            for word in line.split()
-        }
-        - counts.keys()
-    )
-    entries = sorted(counts.items(), key=lambda item: (-item[1], item[0])) + [
-        (w, 0) for w in unseen
-    ]
-    atomic_write_lines(args.out_dir / WORDS_DICTIONARY_FILE, (f"{w} {c}" for w, c in entries))
-    return tokenized
+    @property
+    def lines(self) -> int:
+        """Lines of the chunks: the sentences and one break between documents."""
+        return self.report.sentences_kept + self.report.documents - 1
 
 
 def prepare(args: argparse.Namespace) -> Dict[str, object]:
+    """Run all stages; returns the report that is also written to prepare_report.json."""
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    documents, reports = {}, {}
-    for split in SPLITS:
-        path = getattr(args, split)
-        if path is None:
-            continue
-        documents[split], report = read_documents(path, split, drop_bad_lines=split == "train")
-        reports[split] = asdict(report)
-    encoded = _words(documents, args) if args.units == "words" else _pieces(documents, args)
-    for split, lines in encoded.items():
-        atomic_write_lines(args.out_dir / f"{split}.txt", lines)
-        words = sum(len(line.split()) for line in documents[split])
-        tokens = sum(len(line.split()) for line in lines)
-        reports[split].update(words=words, tokens=tokens, tokens_per_word=round(tokens / words, 4))
-    report = {"units": args.units, "mode": args.mode, "lang": args.lang, "splits": reports}
+    store = ChunkStore(args.out_dir / WORK_DIR)
+    stage_seconds: Dict[str, float] = {}
+    paths = {split: getattr(args, split) for split in SPLITS if getattr(args, split) is not None}
+    with StageProgress("read and check", sum(map(count_lines, paths.values()))) as progress:
+        splits = {
+            split: _read_split(split, path, args, store, progress) for split, path in paths.items()
+        }
+    stage_seconds["read"] = progress.seconds
+    lines = sum(split.lines for split in splits.values())
+
+    stages: Dict[str, object] = {}  # each stage's part of the report
+    if args.units == "words":
+        with StageProgress("tokenize", lines) as progress:
+            tokens, stages["tokenization"] = _tokenize(args, store, splits, progress)
+        stage_seconds["tokenize"] = progress.seconds
+    else:
+        text = {split: data.chunks for split, data in splits.items()}  # what SentencePiece reads
+        if args.mode == "morph":
+            sentences = sum(split.report.sentences_kept for split in splits.values())
+            with StageProgress("segment", sentences) as progress:
+                text, stages["segmentation"] = _segment(args, store, splits, progress)
+            stage_seconds["segment"] = progress.seconds
+        started = time.monotonic()
+        training_lines = splits["train"].report.sentences_kept  # the breaks are no text
+        model, stages["sentencepiece"] = _sentencepiece_model(args, text["train"], training_lines)
+        stage_seconds["sentencepiece"] = time.monotonic() - started
+        with StageProgress("encode", lines) as progress:
+            tokens, stages["encoding"] = _encode(args, model, store, text, splits, progress)
+        stage_seconds["encode"] = progress.seconds
+
+    report = {
+        "units": args.units,
+        "mode": args.mode,
+        "lang": args.lang,
+        "splits": {
+            split: {
+                **asdict(data.report),
+                "words": data.words,
+                "tokens": tokens[split],
+                "tokens_per_word": round(tokens[split] / data.words, 4),
+            }
+            for split, data in splits.items()
+        },
+        **stages,
+        "chunk_lines": args.chunk_lines,
+        "workers": args.workers,
+        "stage_seconds": {stage: round(seconds, 2) for stage, seconds in stage_seconds.items()},
+    }
     atomic_write_json(args.out_dir / REPORT_FILE, report)
+    store.remove()
     return report
+
+
+def _read_split(
+    split: str, path: Path, args: argparse.Namespace, store: ChunkStore, progress: StageProgress
+) -> _Split:
+    """Check and normalise one split into chunk files."""
+    result = _Split(DocumentsReport(split, str(path)))
+    lines = iter_documents(path, result.report, drop_bad_lines=split == "train")
+    read_before = 0
+    while True:
+        chunk = list(islice(lines, args.chunk_lines))
+        progress.update(result.report.lines_read - read_before)
+        read_before = result.report.lines_read
+        if not chunk:
+            return result
+        result.chunks.append(store.input_path(split, "txt", len(result.chunks)))
+        atomic_write_lines(result.chunks[-1], chunk)
+        result.words += sum(len(line.split()) for line in chunk)
+
+
+def _sentences(chunks: Sequence[Path]) -> Iterator[str]:
+    """The non-empty lines of `chunks`: the text without its document breaks."""
+    return (line for path in chunks for line in read_chunk(path) if line)
+
+
+def _segment(
+    args: argparse.Namespace,
+    store: ChunkStore,
+    splits: Dict[str, _Split],
+    progress: StageProgress,
+) -> Tuple[Dict[str, List[Path]], Dict[str, object]]:
+    """The segmented chunks of each split, and the segmentation report."""
+    cache = None
+    if args.lang in CACHING_SEGMENTERS:  # kept in OUT_DIR, so that a rerun starts where it stopped
+        cache = str(args.out_dir / DEFAULT_SEGMENTATION_CACHE)
+    totals: Counter = Counter()
+    reused = 0
+    segmented: Dict[str, List[Path]] = {}
+    training_lines = partial(_sentences, splits["train"].chunks)  # what Morfessor learns from
+    with open_segmenter(args.lang, args.workers, args.out_dir, training_lines, cache) as segmenter:
+        fingerprint = f"{SEGMENT_STAGE}:{segmenter.fingerprint}"
+        compute = partial(_segment_chunk, segmenter)
+        for split, data in splits.items():
+            segmented[split] = []
+            for path in data.chunks:
+                key, stats, was_reused = process_chunk(
+                    store, SEGMENT_STAGE, fingerprint, [path], compute
+                )
+                totals.update(stats)
+                reused += was_reused
+                segmented[split].append(store.output_path(SEGMENT_STAGE, key))
+                progress.update(stats["lines"])
+        built = segmenter.report()
+    chunks = sum(len(paths) for paths in segmented.values())
+    return segmented, {**built, **totals, "chunks": chunks, "chunks_reused": reused}
+
+
+def _segment_chunk(segmenter: Any, lines: Sequence[str]) -> Tuple[List[str], ChunkStats]:
+    """The chunk's sentences segmented, its document breaks kept as empty lines; the
+    segmenter's counters (of sentences)."""
+    segmented, counters = segmenter.segment([line for line in lines if line])
+    sentences = iter(segmented)
+    return [next(sentences) if line else "" for line in lines], counters
+
+
+def _sentencepiece_model(
+    args: argparse.Namespace, train_text: List[Path], lines: int
+) -> Tuple[SentencePieceModel, Dict[str, object]]:
+    """The model (trained on the `lines` non-empty lines of `train_text`, or given) and its
+    part of the report."""
+    model_path = args.out_dir / MODEL_FILE
+    settings: Dict[str, object] = {"model": str(model_path)}
+    if args.spm_model is not None:
+        if args.spm_model.resolve() != model_path.resolve():
+            atomic_write_bytes(model_path, args.spm_model.read_bytes())
+        model = SentencePieceModel(model_path)
+        settings["copied_from"] = str(args.spm_model)
+    else:
+        logger.info(
+            "training SentencePiece (%s, vocabulary %d) on %d of %d lines",
+            args.model_type,
+            args.vocab_size,
+            min(lines, args.spm_sample),
+            lines,
+        )
+        model = SentencePieceModel.train(
+            _sentences(train_text),
+            model_path,
+            vocab_size=args.vocab_size,
+            model_type=args.model_type,
+            num_threads=args.spm_threads,
+            seed=args.seed,
+            sample_size=args.spm_sample,
+        )
+        settings.update(
+            model_type=args.model_type,
+            vocab_size_requested=args.vocab_size,
+            training_threads=args.spm_threads,
+            training_lines=lines,
+            training_sample=min(lines, args.spm_sample),
+            seed=args.seed,
+        )
+    settings["vocab_size"] = model.vocab_size
+    return model, settings
+
+
+def _encode(
+    args: argparse.Namespace,
+    model: SentencePieceModel,
+    store: ChunkStore,
+    text: Dict[str, List[Path]],
+    splits: Dict[str, _Split],
+    progress: StageProgress,
+) -> Tuple[Counter, Dict[str, int]]:
+    """Encode and check every chunk in --workers processes into OUT_DIR/{split}.txt; the
+    pieces of each split, and the chunks encoded and reused."""
+    fingerprint = chunk_encoding.use_model(model)  # before the helpers fork
+    tasks = {
+        split: [
+            chunk_encoding.EncodeTask(
+                store.directory,
+                fingerprint,
+                text[split][index],
+                normalised,
+                str(args.out_dir / f"{split}.txt"),
+                index * args.chunk_lines + 1,
+            )
+            for index, normalised in enumerate(data.chunks)
+        ]
+        for split, data in splits.items()
+    }
+    pieces: Counter = Counter()
+    reused = 0
+    run = _run_chunks(
+        args, store, chunk_encoding.STAGE, chunk_encoding.encode_chunk, tasks, progress
+    )
+    for split, stats, was_reused in run:
+        pieces[split] += sum(stats["pieces"].values())
+        reused += was_reused
+    return pieces, {"chunks": sum(map(len, tasks.values())), "chunks_reused": reused}
+
+
+@dataclass(frozen=True)
+class _TokenizeTask:
+    """One chunk to Moses-tokenize, in whichever process takes it."""
+
+    store: Path  # the ChunkStore's directory
+    fingerprint: str
+    chunk: Path
+    lang: str
+
+
+def _tokenize(
+    args: argparse.Namespace,
+    store: ChunkStore,
+    splits: Dict[str, _Split],
+    progress: StageProgress,
+) -> Tuple[Counter, Dict[str, int]]:
+    """Moses-tokenize every chunk in --workers processes into OUT_DIR/{split}.txt and write
+    dict.txt; the tokens of each split, and the chunks tokenized and reused."""
+    fingerprint = f"{TOKENIZE_STAGE}:sacremoses {version('sacremoses')}:{args.lang}"
+    tasks = {
+        split: [
+            _TokenizeTask(store.directory, fingerprint, chunk, args.lang) for chunk in data.chunks
+        ]
+        for split, data in splits.items()
+    }
+    tokens: Counter = Counter()
+    train_counts: Counter = Counter()  # bounded by the vocabulary, not by the corpus
+    other_words: Set[str] = set()  # the words of valid and test
+    reused = 0
+    run = _run_chunks(args, store, TOKENIZE_STAGE, _tokenize_chunk, tasks, progress)
+    for split, stats, was_reused in run:
+        tokens[split] += sum(stats["words"].values())
+        if split == "train":
+            train_counts.update(stats["words"])
+        else:
+            other_words.update(stats["words"])
+        reused += was_reused
+    unseen = sorted(other_words - train_counts.keys())
+    entries = sorted(train_counts.items(), key=lambda item: (-item[1], item[0])) + [
+        (word, 0) for word in unseen
+    ]
+    atomic_write_lines(args.out_dir / WORDS_DICTIONARY_FILE, (f"{w} {c}" for w, c in entries))
+    return tokens, {"chunks": sum(map(len, tasks.values())), "chunks_reused": reused}
+
+
+def _tokenize_chunk(task: _TokenizeTask) -> Tuple[str, ChunkStats, bool]:
+    """(key, statistics, reused) of the tokenized chunk; see `chunk_store.process_chunk`."""
+    compute = partial(_moses_tokenize, task.lang)
+    return process_chunk(
+        ChunkStore(task.store), TOKENIZE_STAGE, task.fingerprint, [task.chunk], compute
+    )
+
+
+def _moses_tokenize(lang: str, lines: Sequence[str]) -> Tuple[List[str], ChunkStats]:
+    """The chunk's lines tokenized, document breaks kept; the count of each word."""
+    tokenizer = _moses_tokenizer(lang)
+    tokenized = [
+        tokenizer.tokenize(line, escape=False, return_str=True) if line else "" for line in lines
+    ]
+    words = Counter(word for line in tokenized for word in line.split())
+    return tokenized, {"lines": len(lines), "words": dict(words)}
+
+
+@lru_cache(maxsize=None)
+def _moses_tokenizer(lang: str) -> Any:
+    """One tokenizer per process and language (it loads its nonbreaking prefixes)."""
+    from sacremoses import MosesTokenizer
+
+    return MosesTokenizer(lang=lang)
+
+
+def _run_chunks(
+    args: argparse.Namespace,
+    store: ChunkStore,
+    stage: str,
+    function: Callable[[Any], Tuple[str, ChunkStats, bool]],
+    tasks: Dict[str, List[Any]],
+    progress: StageProgress,
+) -> Iterator[Tuple[str, ChunkStats, bool]]:
+    """(split, statistics, reused) of `function(task)` for each chunk task of each split, run
+    in --workers processes; each split's outputs are concatenated into OUT_DIR/{split}.txt."""
+    with ForkedHelpers(args.workers) as helpers:
+        for split, split_tasks in tasks.items():
+            outputs = []
+            for _, (key, stats, reused) in helpers.map(function, split_tasks):
+                outputs.append(store.output_path(stage, key))
+                progress.update(stats["lines"])
+                yield split, stats, reused
+            concatenate(outputs, args.out_dir / f"{split}.txt")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -165,6 +465,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             figures["tokens_per_word"],
             sum(figures["dropped_by_reason"].values()),
         )
+    times = ", ".join(f"{stage} {seconds} s" for stage, seconds in report["stage_seconds"].items())
+    logger.info("stages (%d worker(s)): %s", report["workers"], times)
     return 0
 
 

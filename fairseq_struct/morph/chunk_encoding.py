@@ -5,6 +5,7 @@ with `use_model` before the helpers fork, and tasks carry only file names, so no
 chunk's piece counts crosses a pipe; the encoded lines go to the `ChunkStore`.
 """
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass
 from functools import partial
@@ -21,9 +22,13 @@ STAGE = "encode"
 _MODEL: Optional[SentencePieceModel] = None
 
 
-def use_model(model: SentencePieceModel) -> None:
+def use_model(model: SentencePieceModel) -> str:
+    """Encode with `model` from now on (call it before the helpers fork); returns the
+    fingerprint of its encodings for `EncodeTask`."""
     global _MODEL
     _MODEL = model
+    digest = hashlib.sha256(model.model_path.read_bytes()).hexdigest()[:16]
+    return f"{STAGE}:{digest}:{model.keep_boundary_marks}"
 
 
 @dataclass(frozen=True)
@@ -32,7 +37,7 @@ class EncodeTask:
     the pieces must spell the whitespace-normalised lines of `normalised` again."""
 
     store: Path  # the ChunkStore's directory
-    fingerprint: str  # the model's
+    fingerprint: str  # the model's, from `use_model`
     text: Path
     normalised: Path
     output: str  # the file the chunk ends up in, and the number of its first line there,

@@ -233,6 +233,8 @@ def read_parallel(
 
 
 def _count_long_words(report: SplitReport, path: PathLike, number: int, line: str) -> None:
+    if len(line) <= LONG_WORD_CHARS:  # most lines: no word of theirs can be that long
+        return
     for word in line.split(" "):
         if len(word) > LONG_WORD_CHARS:
             report.long_words += 1
@@ -304,48 +306,56 @@ class DocumentsReport:
     whitespace_examples: List[str] = field(default_factory=list)  # "file:line"
 
 
-def read_documents(
-    path: PathLike, split: str, drop_bad_lines: bool
-) -> Tuple[List[str], DocumentsReport]:
-    """Monolingual text, one sentence per line, documents separated by empty lines.
+def iter_documents(path: PathLike, report: DocumentsReport, drop_bad_lines: bool) -> Iterator[str]:
+    """Read and check one split of monolingual text as a stream, counting into `report`.
 
-    Returns the sentences, whitespace normalised as `read_parallel` does (a line of whitespace
-    only is an empty line), with exactly one empty line between documents (runs of empty lines
-    collapse, none at the start or end). Any other problem of `line_problem` drops the line
-    (train) or raises CorpusError (valid/test), as `read_parallel` does.
+    Monolingual text has one sentence per line, documents separated by empty lines. Yields the
+    sentences, whitespace normalised as `iter_parallel` does (a line of whitespace only is an
+    empty line), with exactly one empty line between documents (runs of empty lines collapse,
+    none at the start or end). Any other problem of `line_problem` drops the line (train) or
+    raises CorpusError (valid/test), as `iter_parallel` does; so does a split without one usable
+    line. Memory: one line.
     """
-    lines = read_lines(path)
-    report = DocumentsReport(split, str(path), lines_read=len(lines))
     # SplitReport's long-word counters are reused through a stand-in with the same fields.
-    long_words = SplitReport(split, str(path), str(path))
+    long_words = SplitReport(report.split, str(path), str(path))
     reasons: Counter = Counter()
-    kept: List[str] = []
-    for number, raw_line in enumerate(lines, start=1):
+    breaks = 0
+    break_due = False  # an empty line came after the last sentence: yielded before the next one
+    for number, raw_line in enumerate(iter_lines(path), start=1):
+        report.lines_read = number
         line = _checked_line(report, path, number, raw_line)
         if not line:
-            if kept and kept[-1]:
-                kept.append("")
+            break_due = report.sentences_kept > 0
             continue
         problem = line_problem(line)
         if problem is not None:
             if not drop_bad_lines:
                 raise CorpusError(
-                    f"{path}:{number}: {problem.message}; {split} lines are never dropped, so "
-                    "that every model is evaluated on the same text"
+                    f"{path}:{number}: {problem.message}; {report.split} lines are never "
+                    "dropped, so that every model is evaluated on the same text"
                 )
             reasons[problem.kind] += 1
+            report.dropped_by_reason = dict(reasons)
             if len(report.dropped) < MAX_LISTED:
                 report.dropped.append(f"{path}:{number}: {problem.message}")
             continue
         _count_long_words(long_words, path, number, line)
-        kept.append(line)
-    if kept and not kept[-1]:
-        kept.pop()
-    report.sentences_kept = sum(1 for line in kept if line)
-    if not report.sentences_kept:
-        raise CorpusError(f"no usable line in {path}: {dict(reasons) or 'the file is empty'}")
-    report.documents = kept.count("") + 1
-    report.dropped_by_reason = dict(reasons)
+        if break_due:
+            break_due = False
+            breaks += 1
+            yield ""
+        report.sentences_kept += 1
+        yield line
+    report.documents = breaks + 1
     report.long_words = long_words.long_words
     report.long_word_examples = long_words.long_word_examples
-    return kept, report
+    if not report.sentences_kept:
+        raise CorpusError(f"no usable line in {path}: {dict(reasons) or 'the file is empty'}")
+
+
+def read_documents(
+    path: PathLike, split: str, drop_bad_lines: bool
+) -> Tuple[List[str], DocumentsReport]:
+    """All of `iter_documents` for one split, in memory (for small text and tests)."""
+    report = DocumentsReport(split, str(path))
+    return list(iter_documents(path, report, drop_bad_lines)), report

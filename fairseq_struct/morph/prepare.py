@@ -492,10 +492,8 @@ def _encode(
     """Encode every chunk over --workers processes into OUT_DIR/{split}.sp.{lang}; the pieces
     counted per split and language, and the chunks encoded and reused."""
     out_dir = Path(args.out_dir)
-    model_digest = hashlib.sha256(model.model_path.read_bytes()).hexdigest()[:16]
-    fingerprint = f"{chunk_encoding.STAGE}:{model_digest}:{model.keep_boundary_marks}"
     counts: Dict[str, Dict[str, Counter]] = {}
-    chunk_encoding.use_model(model)  # before the helpers fork
+    fingerprint = chunk_encoding.use_model(model)  # before the helpers fork
     reused = chunk_total = 0
     with ForkedHelpers(args.workers) as helpers:
         for split in SPLITS:

@@ -1,8 +1,13 @@
 """masked_lm.prepare: raw text → pieces or words for fairseq-preprocess --only-source."""
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
 from fairseq_struct.masked_lm.prepare import main
 from fairseq_struct.morph.markers import pieces_to_text
@@ -80,3 +85,18 @@ def test_unreadable_or_reserved_text_is_refused_with_file_and_line(tmp_path, cap
                  "--units", "words"]) == 1  # fmt: skip
     error = capsys.readouterr().err
     assert f"{train}:2:" in error and problem in error
+
+
+def test_script_passes_its_workers_to_prepare_and_fairseq_preprocess(tmp_path):
+    train, valid = _write(tmp_path / "train.txt", TRAIN), _write(tmp_path / "valid.txt", VALID)
+    out = tmp_path / "bin"
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    result = subprocess.run(
+        ["bash", REPO_ROOT / "scripts" / "prepare-mlm.sh", "--train", train, "--valid", valid,
+         "--out", out, "--units", "words", "--workers", "2"],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((out / "text" / "prepare_report.json").read_text())["workers"] == 2
+    assert " workers=2," in (out / "preprocess.log").read_text()  # fairseq-preprocess's arguments
+    assert (out / "train.bin").is_file()

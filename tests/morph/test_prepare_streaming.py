@@ -22,7 +22,7 @@ from fairseq_struct.progress import StageProgress
 pytestmark = pytest.mark.filterwarnings("ignore:notifyAll:DeprecationWarning")  # in zemberek
 
 # prepare's command line, killed (the whole process group, helpers included, with SIGKILL: no
-# clean-up code runs) just before the chunk store would finish chunk number AFTER + 1 of STAGE.
+# clean-up code runs) when a process is about to store a chunk of STAGE while AFTER are done.
 KILLED_RUN = """
 import os, signal, sys
 from fairseq_struct.morph import chunk_store, prepare
@@ -77,8 +77,9 @@ def test_a_killed_run_resumes_from_its_finished_chunks(tmp_path, mode, stage, wo
     resumed = tmp_path / "resumed"
     killed = _run(prepare_args(raw, resumed, mode, *options), killed_at=(stage, 3))
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
-    finished = sorted((resumed / prepare.WORK_DIR / stage).glob("*.json"))
-    assert len(finished) == 3
+    # 3 chunks, or one more where two processes passed the check at once
+    finished = len(list((resumed / prepare.WORK_DIR / stage).glob("*.json")))
+    assert 3 <= finished <= 2 + workers
     # What has a final name is complete: the checked raw text of valid and test, the model
     # when the kill came after training it, and no more.
     left = _outputs(resumed)
@@ -91,7 +92,7 @@ def test_a_killed_run_resumes_from_its_finished_chunks(tmp_path, mode, stage, wo
     assert _outputs(resumed) == expected
     report = json.loads((resumed / prepare.REPORT_FILE).read_text(encoding="utf-8"))
     done = report["segmentation"] if stage == "segment" else report["encoding"]
-    assert done["chunks_reused"] == 3
+    assert done["chunks_reused"] == finished
     # chunks of 40 lines: 8 of the 300 kept train pairs, 1 of each 36 of valid and test (per side)
     assert done["chunks"] == (10 if stage == "segment" else 20)
 
