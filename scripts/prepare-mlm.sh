@@ -19,6 +19,12 @@ options:
   --lang L              language: tr (Zemberek) or iu (Morfessor) for morph mode (default: tr)
   --vocab-size N        SentencePiece vocabulary (default: 8000)
   --spm-model PATH      encode with an existing SentencePiece model instead of training one
+  --spm-sample N        train SentencePiece on a seeded sample of N lines when the training
+                        text has more (default: 10,000,000)
+  --spm-threads N       SentencePiece training threads (default: --workers); the model
+                        depends on it: keep it fixed to reproduce a model
+  --chunk-lines N       lines per chunk: memory in use, and the work a killed run that is
+                        started again does not redo (default: 50,000)
   --workers N           processes for segmentation, SentencePiece (training threads,
                         encoding and its round-trip check), Moses tokenization and
                         fairseq-preprocess (default: 1)
@@ -26,7 +32,7 @@ options:
 EOF
 }
 
-train="" valid="" test="" out="" units="pieces" mode="bpe" lang="tr" vocab_size=8000 workers=1 spm_args=()
+train="" valid="" test="" out="" units="pieces" mode="bpe" lang="tr" vocab_size=8000 workers=1 prepare_args=()
 while [[ $# -gt 0 ]]; do
     if [[ "$1" != -h && "$1" != --help && $# -lt 2 ]]; then
         echo "error: $1 needs a value" >&2
@@ -42,7 +48,10 @@ while [[ $# -gt 0 ]]; do
         --mode) mode="$2"; shift 2 ;;
         --lang) lang="$2"; shift 2 ;;
         --vocab-size) vocab_size="$2"; shift 2 ;;
-        --spm-model) spm_args=(--spm-model "$2"); shift 2 ;;
+        --spm-model) prepare_args+=(--spm-model "$2"); shift 2 ;;
+        --spm-sample) prepare_args+=(--spm-sample "$2"); shift 2 ;;
+        --spm-threads) prepare_args+=(--spm-threads "$2"); shift 2 ;;
+        --chunk-lines) prepare_args+=(--chunk-lines "$2"); shift 2 ;;
         --workers) workers="$2"; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "error: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -69,7 +78,7 @@ if [[ -n "$test" ]]; then test_args=(--test "$test"); fi
 "$python" -m fairseq_struct.masked_lm.prepare \
     --train "$train" --valid "$valid" "${test_args[@]}" --out-dir "$out/text" \
     --units "$units" --mode "$mode" --lang "$lang" --vocab-size "$vocab_size" \
-    --workers "$workers" "${spm_args[@]}"
+    --workers "$workers" "${prepare_args[@]}"
 
 binarize_args=(--trainpref "$out/text/train.txt" --validpref "$out/text/valid.txt")
 if [[ -n "$test" ]]; then binarize_args+=(--testpref "$out/text/test.txt"); fi
