@@ -79,7 +79,11 @@ from fairseq_struct.morph.segmenters import (
     SEGMENTED_LANGUAGES,
     open_segmenter,
 )
-from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
+from fairseq_struct.morph.sentencepiece_model import (
+    MODEL_TYPES,
+    SentencePieceModel,
+    train_or_reuse,
+)
 from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger("fairseq_struct.masked_lm.prepare")
@@ -186,8 +190,7 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
                 text, stages["segmentation"] = _segment(args, store, splits, progress)
             stage_seconds["segment"] = progress.seconds
         started = time.monotonic()
-        training_lines = splits["train"].report.sentences_kept  # the breaks are no text
-        model, stages["sentencepiece"] = _sentencepiece_model(args, text["train"], training_lines)
+        model, stages["sentencepiece"] = _sentencepiece_model(args, text["train"])
         stage_seconds["sentencepiece"] = time.monotonic() - started
         with StageProgress("encode", lines) as progress:
             tokens, stages["encoding"] = _encode(args, model, store, text, splits, progress)
@@ -280,10 +283,10 @@ def _segment_chunk(segmenter: Any, lines: Sequence[str]) -> Tuple[List[str], Chu
 
 
 def _sentencepiece_model(
-    args: argparse.Namespace, train_text: List[Path], lines: int
+    args: argparse.Namespace, train_text: List[Path]
 ) -> Tuple[SentencePieceModel, Dict[str, object]]:
-    """The model (trained on the `lines` non-empty lines of `train_text`, or given) and its
-    part of the report."""
+    """The model (trained on the non-empty lines of `train_text`, reused from an earlier run,
+    or given) and its part of the report."""
     model_path = args.out_dir / MODEL_FILE
     settings: Dict[str, object] = {"model": str(model_path)}
     if args.spm_model is not None:
@@ -292,28 +295,22 @@ def _sentencepiece_model(
         model = SentencePieceModel(model_path)
         settings["copied_from"] = str(args.spm_model)
     else:
-        logger.info(
-            "training SentencePiece (%s, vocabulary %d) on %d of %d lines",
-            args.model_type,
-            args.vocab_size,
-            min(lines, args.spm_sample),
-            lines,
-        )
-        model = SentencePieceModel.train(
-            _sentences(train_text),
+        model, training = train_or_reuse(
+            partial(_sentences, train_text),
             model_path,
+            args.out_dir / REPORT_FILE,
             vocab_size=args.vocab_size,
             model_type=args.model_type,
             num_threads=args.spm_threads,
             seed=args.seed,
+            keep_boundary_marks=False,
             sample_size=args.spm_sample,
         )
         settings.update(
+            training,
             model_type=args.model_type,
             vocab_size_requested=args.vocab_size,
             training_threads=args.spm_threads,
-            training_lines=lines,
-            training_sample=min(lines, args.spm_sample),
             seed=args.seed,
         )
     settings["vocab_size"] = model.vocab_size

@@ -37,7 +37,6 @@ prepare-en-iu.sh) runs this and then fairseq-preprocess.
 """
 
 import argparse
-import hashlib
 import json
 import logging
 import sys
@@ -48,7 +47,7 @@ from dataclasses import asdict
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
@@ -79,7 +78,11 @@ from fairseq_struct.morph.segmenters import (
     SEGMENTED_LANGUAGES,
     open_segmenter,
 )
-from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
+from fairseq_struct.morph.sentencepiece_model import (
+    MODEL_TYPES,
+    SentencePieceModel,
+    train_or_reuse,
+)
 from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger(__name__)
@@ -198,17 +201,6 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if args.segmentation_cache is not None and args.tgt_lang not in CACHING_SEGMENTERS:
         parser.error(f"--segmentation-cache is not supported for --tgt-lang {args.tgt_lang!r}")
     return args
-
-
-def _trained_before(out_dir: Path, fingerprint: str) -> bool:
-    report_path = out_dir / REPORT_FILE
-    if not (out_dir / MODEL_FILE).is_file() or not report_path.is_file():
-        return False
-    try:
-        report = json.loads(report_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return False
-    return report.get("sentencepiece", {}).get("training_fingerprint") == fingerprint
 
 
 def _existing_model(source: Path, destination: Path) -> SentencePieceModel:
@@ -428,57 +420,25 @@ def _sentencepiece_model(
         def training_text() -> Iterator[str]:
             return (line for path in chunk_paths for line in read_chunk(path))
 
-        fingerprint, lines = _training_fingerprint(training_text(), args)
-        if _trained_before(out_dir, fingerprint):
-            logger.info("reusing %s: same training text and options", out_dir / MODEL_FILE)
-            model = SentencePieceModel(out_dir / MODEL_FILE, args.keep_boundary_marks)
-        else:
-            # The old report vouches for the old model only: a run killed while training must
-            # not leave a report whose fingerprint would make the next run trust a new model.
-            (out_dir / REPORT_FILE).unlink(missing_ok=True)
-            logger.info(
-                "training SentencePiece (%s, vocabulary %d) on %d of %d lines",
-                args.model_type,
-                args.vocab_size,
-                min(lines, args.spm_sample),
-                lines,
-            )
-            model = SentencePieceModel.train(
-                training_text(),
-                out_dir / MODEL_FILE,
-                vocab_size=args.vocab_size,
-                model_type=args.model_type,
-                num_threads=args.spm_threads,
-                seed=args.seed,
-                keep_boundary_marks=args.keep_boundary_marks,
-                sample_size=args.spm_sample,
-            )
+        model, training = train_or_reuse(
+            training_text,
+            out_dir / MODEL_FILE,
+            out_dir / REPORT_FILE,
+            vocab_size=args.vocab_size,
+            model_type=args.model_type,
+            num_threads=args.spm_threads,
+            seed=args.seed,
+            keep_boundary_marks=args.keep_boundary_marks,
+            sample_size=args.spm_sample,
+        )
         settings.update(
-            training_fingerprint=fingerprint,
+            training,
             model_type=args.model_type,
             vocab_size_requested=args.vocab_size,
             training_threads=args.spm_threads,
-            training_lines=lines,
-            training_sample=min(lines, args.spm_sample),
         )
     settings.update(vocab_size=model.vocab_size, keep_boundary_marks=args.keep_boundary_marks)
     return model, settings
-
-
-def _training_fingerprint(
-    training_text: Iterable[str], args: argparse.Namespace
-) -> Tuple[str, int]:
-    """sha256 of what the SentencePiece model is a function of, and the number of lines."""
-    text = hashlib.sha256()
-    lines = 0
-    for line in training_text:
-        text.update(line.encode("utf-8") + b"\n")
-        lines += 1
-    options = (args.vocab_size, args.model_type, args.seed, args.spm_threads)
-    if lines > args.spm_sample:  # the sample size matters only where it samples
-        options += (args.spm_sample,)
-    options += (args.keep_boundary_marks,)
-    return hashlib.sha256(repr(options).encode("utf-8") + text.digest()).hexdigest(), lines
 
 
 def _encode(

@@ -34,17 +34,22 @@ not in an extra, very frequent and easy-to-predict token that would flatter morp
 token-level loss. Keep them to let a model see morpheme boundaries explicitly.
 """
 
+import hashlib
 import io
+import json
+import logging
 import random
 import tempfile
 from array import array
 from pathlib import Path
-from typing import Iterable, List, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, List, Sequence, Tuple, Union
 
 import sentencepiece
 
 from fairseq_struct.morph.corpus_io import atomic_write_bytes
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, pieces_to_text
+
+logger = logging.getLogger(__name__)
 
 MODEL_TYPES = ("unigram", "bpe")
 
@@ -195,3 +200,79 @@ class SentencePieceModel:
     def unknown_characters(self, pieces: Iterable[str]) -> str:
         """The characters of `pieces` that the model never saw in training, in order."""
         return "".join(piece for piece in pieces if piece not in self.vocabulary)
+
+
+def train_or_reuse(
+    training_text: Callable[[], Iterable[str]],
+    model_path: Path,
+    report_path: Path,
+    vocab_size: int,
+    model_type: str,
+    num_threads: int,
+    seed: int,
+    keep_boundary_marks: bool,
+    sample_size: int,
+) -> Tuple[SentencePieceModel, Dict[str, object]]:
+    """The model `SentencePieceModel.train` makes of `training_text()` (a stream, read twice),
+    or the one already at `model_path` when the preparation report at `report_path` records the
+    same training text and options (its `sentencepiece.training_fingerprint`), so that a
+    restarted preparation does not train again. Also returns the report's figures: whether
+    the model was reused, the fingerprint, training lines and sample size."""
+    options = (vocab_size, model_type, seed, num_threads)
+    fingerprint, lines = _training_fingerprint(training_text(), options, sample_size)
+    reused = _trained_before(model_path, report_path, fingerprint)
+    if reused:
+        logger.info("reusing %s: same training text and options", model_path)
+        model = SentencePieceModel(model_path, keep_boundary_marks)
+    else:
+        # The old report vouches for the old model only: a run killed while training must
+        # not leave a report whose fingerprint would make the next run trust a new model.
+        Path(report_path).unlink(missing_ok=True)
+        logger.info(
+            "training SentencePiece (%s, vocabulary %d, %d threads) on %d of %d lines",
+            model_type,
+            vocab_size,
+            num_threads,
+            min(lines, sample_size),
+            lines,
+        )
+        model = SentencePieceModel.train(
+            training_text(),
+            model_path,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            num_threads=num_threads,
+            seed=seed,
+            keep_boundary_marks=keep_boundary_marks,
+            sample_size=sample_size,
+        )
+    return model, {
+        "model_reused": reused,
+        "training_fingerprint": fingerprint,
+        "training_lines": lines,
+        "training_sample": min(lines, sample_size),
+    }
+
+
+def _training_fingerprint(
+    training_text: Iterable[str], options: Tuple[object, ...], sample_size: int
+) -> Tuple[str, int]:
+    """sha256 of what the model is a function of, and the number of training lines."""
+    text = hashlib.sha256()
+    lines = 0
+    for line in training_text:
+        text.update(line.encode("utf-8") + b"\n")
+        lines += 1
+    if lines > sample_size:  # the sample size matters only where it samples
+        options += (sample_size,)
+    return hashlib.sha256(repr(options).encode("utf-8") + text.digest()).hexdigest(), lines
+
+
+def _trained_before(model_path: Path, report_path: Path, fingerprint: str) -> bool:
+    if not Path(model_path).is_file() or not Path(report_path).is_file():
+        return False
+    try:
+        report = json.loads(Path(report_path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return False
+    return report.get("sentencepiece", {}).get("training_fingerprint") == fingerprint

@@ -128,3 +128,21 @@ def test_pieces_of_an_existing_model_are_those_of_the_run_that_trained_it(tmp_pa
         assert (second / name).read_bytes() == (first / name).read_bytes(), name
     report = _report(second)["sentencepiece"]
     assert report["copied_from"] == str(first / "spm.model") and "training_lines" not in report
+
+
+def test_a_second_run_reuses_the_model_of_the_same_text_and_options(tmp_path):
+    """As in the translation preparation: a restarted run does not train SentencePiece again
+    (the report of the run that trained it records its fingerprint); other options do."""
+    train, valid = _corpus(tmp_path)
+    out = tmp_path / "out"
+    assert _run(train, valid, out) == 0
+    first = _report(out)["sentencepiece"]
+    assert first["model_reused"] is False
+    model = (out / "spm.model").read_bytes()
+    assert _run(train, valid, out) == 0
+    second = _report(out)["sentencepiece"]
+    assert second["model_reused"] is True
+    assert second["training_fingerprint"] == first["training_fingerprint"]
+    assert (out / "spm.model").read_bytes() == model
+    assert _run(train, valid, out, "--seed", "2") == 0
+    assert _report(out)["sentencepiece"]["model_reused"] is False
