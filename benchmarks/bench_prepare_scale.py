@@ -74,6 +74,8 @@ TARGET_THROUGHPUT_RATIO = 0.9
 EXTRAPOLATION_PAIRS = 36_000_000
 # With several processes in the tree, one memory sample in this many also reads their PSS.
 PSS_EVERY = 5
+# SentencePiece's training sample at every size: 200,000 lines are all of the 100k size's.
+DEFAULT_SPM_SAMPLE = 200_000
 # Log lines of prepare kept in --phases output (the first ones; a streaming prepare may log often).
 MAX_PHASES = 40
 
@@ -112,6 +114,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         default="",
         help='more options for prepare, one shell-quoted string given with "=", e.g. '
         '--prepare-args="--spm-threads 2"',
+    )
+    parser.add_argument(
+        "--spm-sample",
+        type=int,
+        default=DEFAULT_SPM_SAMPLE,
+        metavar="N",
+        help="prepare's --spm-sample, passed where its --help lists the option, so that every "
+        "size trains SentencePiece on the same number of lines: its memory grows with the "
+        f"sample, not with the corpus (default: {DEFAULT_SPM_SAMPLE:,}; 0: prepare's default)",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the corpus (default: 1)")
     parser.add_argument(
@@ -621,6 +632,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         has_workers = "--workers" in options
         if not has_workers:
             logger.info("prepare has no --workers option: not passed")
+        if args.spm_sample and "--spm-sample" in options:  # --prepare-args may still override
+            args.prepare_args = f"--spm-sample {args.spm_sample} {args.prepare_args}".strip()
         import_rss, import_seconds = import_cost()
         # Both runs import prepare: the faster one is the start-up cost with less noise.
         baseline = import_rss, min(import_seconds, help_seconds)

@@ -351,11 +351,3 @@ def iter_documents(path: PathLike, report: DocumentsReport, drop_bad_lines: bool
     report.long_word_examples = long_words.long_word_examples
     if not report.sentences_kept:
         raise CorpusError(f"no usable line in {path}: {dict(reasons) or 'the file is empty'}")
-
-
-def read_documents(
-    path: PathLike, split: str, drop_bad_lines: bool
-) -> Tuple[List[str], DocumentsReport]:
-    """All of `iter_documents` for one split, in memory (for small text and tests)."""
-    report = DocumentsReport(split, str(path))
-    return list(iter_documents(path, report, drop_bad_lines)), report
