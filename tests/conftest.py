@@ -3,6 +3,7 @@
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,93 @@ def run_tool(args: list, cwd: Path, timeout: int = 600) -> subprocess.CompletedP
             f"{' '.join(map(str, args))} failed ({result.returncode}):\n{result.stderr[-4000:]}"
         )
     return result
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now (for torchrun's --master_port)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# fairseq-train (the same `fairseq_cli.train.cli_main`) that, after training, saves the weights of
+# its own process as rank<R>.pt in the directory given first: fairseq writes checkpoints from
+# rank 0 only, and data-parallel ranks must end with the same weights.
+_RANK_WEIGHTS_TRAIN = """
+import sys
+
+import torch
+from fairseq.trainer import Trainer
+from fairseq_cli.train import cli_main
+
+trainers = []
+stock_init = Trainer.__init__
+
+
+def remembering_init(self, *args, **kwargs):
+    stock_init(self, *args, **kwargs)
+    trainers.append(self)
+
+
+Trainer.__init__ = remembering_init
+out = sys.argv.pop(1)
+sys.argv[0] = "fairseq-train"
+cli_main()
+(trainer,) = trainers
+state = {name: tensor.detach().cpu() for name, tensor in trainer.get_model().state_dict().items()}
+torch.save(state, f"{out}/rank{trainer.data_parallel_rank}.pt")
+"""
+
+
+def torchrun_train(train_args: list, weights_dir: Path, processes: int = 2) -> tuple:
+    """`torchrun --nproc_per_node N fairseq-train ...` on a free port, gloo backend; returns the
+    finished process and the final weights of each rank (from weights_dir/rank<R>.pt)."""
+    weights_dir.mkdir(parents=True, exist_ok=True)
+    script = weights_dir / "train_and_save_rank_weights.py"
+    script.write_text(_RANK_WEIGHTS_TRAIN, encoding="utf-8")
+    result = run_tool(
+        [
+            venv_tool("torchrun"),
+            "--nproc_per_node",
+            str(processes),
+            "--master_port",
+            str(free_port()),
+            str(script),
+            str(weights_dir),
+            *train_args,
+            "--distributed-backend",
+            "gloo",
+        ],
+        cwd=REPO_ROOT,
+    )
+    weights = [torch.load(weights_dir / f"rank{rank}.pt") for rank in range(processes)]
+    return result, weights
+
+
+def validation_loss(checkpoint: Path) -> float:
+    """Mean token NLL of a translation checkpoint on its whole validation set (CPU, fp32)."""
+    from fairseq import checkpoint_utils
+
+    import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
+    model = models[0].eval()
+    task.load_dataset("valid")
+    dataset = task.dataset("valid")
+    sample = dataset.collater([dataset[i] for i in range(len(dataset))])
+    with torch.no_grad():
+        logits, _ = model(**sample["net_input"])
+    lprobs = torch.log_softmax(logits.float(), dim=-1)
+    target = sample["target"]
+    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+    real = target.ne(task.target_dictionary.pad())
+    return float(nll.masked_fill(~real, 0.0).sum() / real.sum())
+
+
+def assert_same_weights(first: dict, second: dict) -> None:
+    assert first.keys() == second.keys()
+    differing = [name for name in first if not torch.equal(first[name], second[name])]
+    assert not differing, differing
 
 
 @pytest.fixture(scope="session")

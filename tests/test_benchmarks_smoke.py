@@ -1,5 +1,7 @@
-"""Every benchmark script runs with tiny sizes and prints one JSON line (the figures themselves
-come from `make bench`, never from tests)."""
+"""Every benchmark script runs with tiny sizes and prints its JSON line (the figures themselves
+come from `make bench`, never from tests), and the line is consistent: each ratio is the
+quotient of the two figures it is computed from (within their rounding), counts and formulas
+agree with the settings, and `meets_target` follows from the ratio and the target."""
 
 import json
 import sys
@@ -10,15 +12,71 @@ from conftest import REPO_ROOT, run_tool
 TINY = ["--layers", "1", "--embed-dim", "64", "--repeats", "1", "--warmup-steps", "1"]
 
 
-@pytest.mark.parametrize(
-    "script", ["bench_bert2d_training_throughput.py", "bench_bert_elmo_training_throughput.py"]
-)
-def test_masked_lm_benchmark_prints_one_json_line(script):
-    result = run_tool([sys.executable, f"benchmarks/{script}", *TINY], cwd=REPO_ROOT, timeout=300)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    assert len(lines) == 1, result.stdout
-    figures = json.loads(lines[0])
-    assert figures["ratio"] > 0 and isinstance(figures["meets_target"], bool)
+def _half_unit(places: int) -> float:
+    return 0.5 * 10.0**-places
+
+
+def assert_quotient(quotient: float, numerator: float, denominator: float, places: tuple) -> None:
+    """quotient == round(n / d, places[0]) for the unrounded n and d that numerator and
+    denominator show rounded to places[1] and places[2] decimals."""
+    q_places, n_places, d_places = places
+    slack = 1e-9
+    low = (numerator - _half_unit(n_places)) / (denominator + _half_unit(d_places))
+    high = (numerator + _half_unit(n_places)) / (denominator - _half_unit(d_places))
+    assert denominator > _half_unit(d_places), (numerator, denominator)
+    assert low - _half_unit(q_places) - slack <= quotient <= high + _half_unit(q_places) + slack, (
+        quotient,
+        numerator,
+        denominator,
+    )
+
+
+def _json_lines(stdout: str) -> list:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def _run_benchmark(script: str, *args: str) -> list:
+    result = run_tool([sys.executable, f"benchmarks/{script}", *args], cwd=REPO_ROOT, timeout=300)
+    return _json_lines(result.stdout)
+
+
+def test_bert2d_benchmark_line_is_consistent():
+    (figures,) = _run_benchmark("bench_bert2d_training_throughput.py", *TINY)
+    assert (figures["arch_a"], figures["arch_b"]) == ("bert2d_base", "roberta_base")
+    assert figures["dimensions"]["layers"] == 1 and figures["dimensions"]["embed_dim"] == 64
+    # SPEC 4.2: BERT2D has exactly (M + 2) * d_model more parameters than BERT (its subword table).
+    subword_rows = figures["bert2d_options"]["max_intermediate_subwords"] + 2
+    assert figures["params_a"] - figures["params_b"] == subword_rows * 64
+    tokens_per_step = (
+        figures["batch_shape"]["sentences"] * figures["batch_shape"]["tokens_per_sentence"]
+    )
+    for side in "ab":
+        assert_quotient(
+            figures[f"tokens_per_s_{side}"], tokens_per_step, figures[f"seconds_per_step_{side}"],
+            (2, 0, 4),
+        )  # fmt: skip
+    assert_quotient(
+        figures["ratio"], figures["tokens_per_s_a"], figures["tokens_per_s_b"], (4, 2, 2)
+    )
+    assert figures["target"] == 0.95 and figures["meets_target"] == (figures["ratio"] >= 0.95)
+    assert 0 < figures["masked_tokens"] < tokens_per_step
+
+
+def test_bert_elmo_benchmark_line_is_consistent():
+    (figures,) = _run_benchmark("bench_bert_elmo_training_throughput.py", *TINY)
+    words = figures["words_per_batch"]
+    assert 0 < figures["distinct_words_per_batch"] <= words
+    # Side a reads one token per word plus <s> and </s> per sentence; b reads the pieces.
+    assert figures["batch_shape_a"][0] == figures["batch_shape_b"][0] == figures["sentences"]
+    for side in "ab":
+        assert_quotient(
+            figures[f"words_per_s_{side}"], words, figures[f"seconds_per_step_{side}"], (2, 0, 4)
+        )
+    assert_quotient(figures["ratio"], figures["words_per_s_a"], figures["words_per_s_b"], (4, 2, 2))
+    assert_quotient(
+        figures["ratio_tokens"], figures["tokens_per_s_a"], figures["tokens_per_s_b"], (4, 2, 2)
+    )
+    assert figures["target"] == 0.7 and figures["meets_target"] == (figures["ratio"] >= 0.7)
 
 
 def test_turkish_segmentation_benchmark_compares_every_line_and_scales(tmp_path):
@@ -37,9 +95,31 @@ def test_turkish_segmentation_benchmark_compares_every_line_and_scales(tmp_path)
     assert len(lines) == 1, result.stdout
     figures = json.loads(lines[0])
     assert (figures["compared_lines"], figures["differing_lines"]) == (12, 0)
-    assert figures["ratio"] > 0 and figures["workers_scaling"]["lines"] == 6
-    assert len(figures["workers_scaling"]["runs"]) == 2
-    assert figures["workers_scaling"]["speedup_ceiling_independent_copies"] > 0
+    cold, reference = figures["project_cold"], figures["reference"]
+    assert reference["lines"] == 12
+    assert_quotient(
+        figures["ratio"], cold["tokens_per_s_cpu"], reference["tokens_per_s_cpu"], (2, 1, 1)
+    )
+    assert_quotient(
+        figures["ratio_warm"],
+        figures["project_warm"]["tokens_per_s_cpu"],
+        reference["tokens_per_s_cpu"],
+        (2, 1, 1),
+    )
+    # The last of the "after N lines" figures is the whole file's.
+    assert figures["ratio_after_lines"]["12"] == figures["ratio"]
+    assert figures["project_cold_tokens_per_s_cpu_after_lines"]["12"] == cold["tokens_per_s_cpu"]
+    scaling = figures["workers_scaling"]
+    assert scaling["lines"] == 6
+    runs = scaling["runs"]
+    assert [run["workers"] for run in runs] == [1, 2]
+    assert scaling["speedup_wall"] == round(runs[0]["wall_s"] / runs[1]["wall_s"], 2)
+    assert scaling["speedup_wall_per_round"] == [scaling["speedup_wall"]]
+    assert scaling["speedup_from_cpu_time"] == round(2 * runs[0]["cpu_s"] / runs[1]["cpu_s"], 2)
+    (copies_wall,) = scaling["independent_copies_wall_s"]
+    assert scaling["speedup_ceiling_independent_copies"] == round(
+        2 * runs[0]["wall_s"] / copies_wall, 2
+    )
 
 
 def test_gpu_benchmark_runs_every_comparison_on_the_cpu():
@@ -64,6 +144,122 @@ def test_gpu_benchmark_runs_every_comparison_on_the_cpu():
         assert a["model_flops_per_step"] > 0 and b["model_flops_per_step"] > 0
         rate = rate_keys[figures["ratio_is"].split(" of ")[0]]
         assert figures["ratio"] == pytest.approx(a[rate] / b[rate], rel=1e-3)
+
+
+def _parameters(arch: str, vocab_size: int) -> tuple:
+    """Parameters of an arch built as the benchmarks build it, and the dictionary size."""
+    import fairseq_struct  # noqa: F401  (registers the models)
+    from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
+
+    dictionary = joined_dictionary(vocab_size)
+    model = build_model_from_arch(arch, dictionary, seed=1)
+    return sum(p.numel() for p in model.parameters()), len(dictionary)
+
+
+def test_tp_training_benchmark_line_is_consistent():
+    (figures,) = _run_benchmark(
+        "bench_tp_training_throughput.py",
+        "--arch-a", "tp_transformer_tiny", "--arch-b", "transformer_relpos_tiny",
+        "--vocab-size", "64", "--batch-size", "2", "--src-len", "6", "--tgt-len", "5",
+        "--warmup-steps", "1", "--steps", "2", "--repeats", "3",
+    )  # fmt: skip
+    assert figures["benchmark"] == "tp_training_throughput"
+    assert figures["batch_shape"] == {"sentences": 2, "src_len": 6, "tgt_len": 5}
+    assert (figures["steps_per_repeat"], figures["repeats"]) == (2, 3)
+    params_a, vocab = _parameters("tp_transformer_tiny", 64)
+    params_b, _ = _parameters("transformer_relpos_tiny", 64)
+    assert (figures["params_a"], figures["params_b"], figures["vocab_size"]) == (
+        params_a,
+        params_b,
+        vocab,
+    )
+    assert figures["words_per_s_a"] > 0 and figures["words_per_s_b"] > 0
+    assert_quotient(figures["ratio"], figures["words_per_s_a"], figures["words_per_s_b"], (4, 2, 2))
+    assert figures["target"] == 0.9 and figures["meets_target"] == (figures["ratio"] >= 0.9)
+
+
+def test_tp_generation_benchmark_line_is_consistent():
+    """Against fairseq's stock transformer_tiny; the script itself raises unless every
+    hypothesis of both models is exactly --steps tokens + EOS."""
+    (figures,) = _run_benchmark(
+        "bench_tp_generation_speed.py",
+        "--arch-tp", "tp_transformer_tiny", "--arch-stock", "transformer_tiny",
+        "--vocab-size", "64", "--batch-size", "2", "--src-len", "6", "--steps", "4",
+        "--beam", "2", "--warmup", "1", "--repeats", "3",
+    )  # fmt: skip
+    assert figures["benchmark"] == "tp_generation_speed"
+    assert (figures["batch"], figures["steps"], figures["beam"]) == (2, 4, 2)
+    params_tp, vocab = _parameters("tp_transformer_tiny", 64)
+    params_stock, _ = _parameters("transformer_tiny", 64)
+    assert (figures["params_tp"], figures["params_stock"], figures["vocab_size"]) == (
+        params_tp,
+        params_stock,
+        vocab,
+    )
+    assert_quotient(
+        figures["ratio"],
+        figures["sentences_per_s_tp"],
+        figures["sentences_per_s_stock"],
+        (4, 3, 3),
+    )
+    assert figures["target"] == 0.9 and figures["meets_target"] == (figures["ratio"] >= 0.9)
+
+
+def test_whole_word_attention_benchmark_line_is_consistent():
+    (figures,) = _run_benchmark(
+        "bench_whole_word_attention.py",
+        "--tokens", "256", "--embed-dim", "64", "--heads", "2",
+        "--warmup-steps", "1", "--steps", "1", "--repeats", "3",
+    )  # fmt: skip
+    n, m, window = figures["tokens_n"], figures["words_m"], figures["window"]
+    assert (n, window) == (256, 5) and 1 <= m <= n
+    assert figures["pieces_per_word"] == round(n / m, 3)
+    # SPEC 4.4: m^2 + (2w + 1) n energies per head instead of n^2.
+    assert figures["energies_per_head_formula"] == m * m + (2 * window + 1) * n
+    assert figures["energies_per_head_measured"] == figures["energies_per_head_formula"]
+    assert figures["energies_per_head_full"] == n * n
+    assert figures["energy_ratio_vs_full"] == round(figures["energies_per_head_measured"] / n**2, 4)
+    peak, seconds = figures["peak_mib"], figures["seconds"]
+    assert set(peak) == set(seconds) == {"wwa", "mha", "relpos", "wwa_window"}
+    assert_quotient(figures["memory_ratio"], peak["wwa"], peak["mha"], (4, 1, 1))
+    assert_quotient(figures["memory_ratio_vs_relpos"], peak["wwa"], peak["relpos"], (4, 1, 1))
+    assert_quotient(figures["time_ratio"], seconds["wwa"], seconds["mha"], (4, 4, 4))
+    assert_quotient(figures["time_ratio_vs_relpos"], seconds["wwa"], seconds["relpos"], (4, 4, 4))
+    assert figures["meets_target"] == {
+        "memory_ratio": figures["memory_ratio"] <= 0.6,
+        "time_ratio": figures["time_ratio"] <= 1.0,
+        "energies_match_formula": True,
+    }
+
+
+def test_relative_attention_kernels_benchmark_line_is_consistent():
+    """Where flex_attention cannot run (on a CPU it has no backward; here its compiled kernels
+    may not even build), the line says why for each variant and still carries the
+    gather/scatter figures; a flex variant that ran agrees with gather/scatter."""
+    (figures,) = _run_benchmark(
+        "bench_relative_attention_kernels.py",
+        "--lengths", "24", "--batch", "2", "--heads", "2", "--head-dim", "16", "--clip", "3",
+        "--warmup-steps", "1", "--steps", "1", "--repeats", "2",
+    )  # fmt: skip
+    assert (figures["T"], figures["batch"], figures["heads"], figures["clip"]) == (24, 2, 2, 3)
+    assert figures["gather_scatter_ms"] > 0 and figures["gather_scatter_fwd_ms"] > 0
+    assert figures["max_abs_err_vs_fp64"]["gather_scatter"] <= figures["tolerance"] == 1e-5
+    assert set(figures["variants"]) == {"flex_lse", "flex_split"}
+    for name, report in figures["variants"].items():
+        if "error" in report:
+            assert "fwd_ms" not in report and report["error"], (name, report)
+        else:
+            assert report["within_tolerance"] is True, (name, report)
+    if figures["flex_variant"] is None:
+        assert all("error" in report for report in figures["variants"].values())
+        assert figures["ratio_flex_over_gather_fwd"] is None
+    else:
+        assert_quotient(
+            figures["ratio_flex_over_gather_fwd"],
+            figures["flex_fwd_ms"],
+            figures["gather_scatter_fwd_ms"],
+            (4, 3, 3),
+        )
 
 
 def test_prepare_scale_benchmark_measures_each_size(tmp_path):

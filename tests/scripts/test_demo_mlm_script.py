@@ -1,21 +1,42 @@
-"""The masked-LM demo (scripts/demo-mlm.sh), shrunk to a smoke run: every stage runs for the
-three encoders and the run ends with the accuracy table (the full demo, where each model beats
-the unigram baseline by far, is `make demo-mlm`)."""
+"""The masked-LM demo (scripts/demo-mlm.sh), shrunk: every stage runs for the three encoders and
+each of them beats the unigram baseline on the validation text, so the script exits 0 (the full
+demo, 20,000 sentences and 800 updates, is `make demo-mlm`). BERT-ELMo predicts only the full
+stop, its baseline, for its first ~120 updates on this corpus and is above it from ~240 on; 300
+updates leave a margin.
+
+The table is checked against fairseq-validate's own records, and the baseline against its
+definition: roberta and bert2d read the same pieces with the same masks, so the same targets.
+The baseline is a weak bar: BERT-ELMo with every word embedding zeroed (positions only) still
+reaches 24.1% here against 19.35%, next to 25.2% with its words, so this shows that pretraining
+runs and learns, not what the character CNN adds."""
 
 import json
 import os
+import re
 import subprocess
 
+import torch
 from conftest import REPO_ROOT
 
+import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
 
-def test_demo_mlm_script_runs_every_stage_for_three_encoders(tmp_path):
+UPDATES = 300
+
+
+def _last_valid_record(log: str) -> dict:
+    records = re.findall(r"\| valid \| (\{.*\})\s*$", log, flags=re.MULTILINE)
+    assert records, log[-2000:]
+    return json.loads(records[-1])
+
+
+def test_demo_mlm_script_runs_every_stage_and_each_encoder_beats_the_baseline(tmp_path):
+    work = tmp_path / "work"
     env = dict(
         os.environ,
-        DEMO_MLM_WORK=str(tmp_path / "work"),
+        DEMO_MLM_WORK=str(work),
         DEMO_MLM_SENTENCES="1500",
-        DEMO_MLM_MAX_UPDATE="10",
-        DEMO_THREADS="1",
+        DEMO_MLM_MAX_UPDATE=str(UPDATES),
+        DEMO_THREADS="2",  # the 2 cores of the machine the suite runs on
         PYTHONWARNINGS="ignore",
     )
     result = subprocess.run(
@@ -24,13 +45,26 @@ def test_demo_mlm_script_runs_every_stage_for_three_encoders(tmp_path):
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=1200,
     )
     output = result.stdout + result.stderr
-    # Exit status 1 means a model did not beat the baseline, which 10 updates need not do.
-    assert result.returncode in (0, 1), output[-4000:]
+    # Exit status 1 would mean that a model did not beat its baseline.
+    assert result.returncode == 0, output[-4000:]
     assert "masked-token acc." in output and "unigram baseline" in output
-    rows = json.loads((tmp_path / "work" / "mlm_accuracy.json").read_text())
+    rows = json.loads((work / "mlm_accuracy.json").read_text())
     assert [row["model"] for row in rows] == ["roberta", "bert2d", "bert_elmo"]
     for row in rows:
-        assert 0 <= row["mlm_accuracy"] <= 100 and 0 < row["unigram_accuracy"] <= 100
+        model = row["model"]
+        record = _last_valid_record((work / f"validate-{model}.log").read_text("utf-8"))
+        assert row["mlm_accuracy"] == float(record["valid_mlm_accuracy"])
+        assert row["unigram_accuracy"] == float(record["valid_unigram_accuracy"])
+        assert row["mlm_loss"] == float(record["valid_mlm_loss"])
+        assert 0 < row["unigram_accuracy"] < 100
+        assert row["mlm_accuracy"] >= row["unigram_accuracy"] + 2.0, row
+        assert row["accuracy_over_baseline"] == round(
+            row["mlm_accuracy"] / row["unigram_accuracy"], 2
+        )
+        state = torch.load(work / f"checkpoints-{model}" / "checkpoint_last.pt")
+        assert state["optimizer_history"][-1]["num_updates"] == UPDATES
+    by_model = {row["model"]: row for row in rows}
+    assert by_model["roberta"]["unigram_accuracy"] == by_model["bert2d"]["unigram_accuracy"]

@@ -8,24 +8,24 @@ The single process runs on the CPU here and, in the `cuda` variant, on one GPU (
 "1-GPU run with --update-freq 2").
 """
 
-import socket
 from pathlib import Path
 
 import pytest
 import torch
-from fairseq import checkpoint_utils
+from conftest import (
+    REPO_ROOT,
+    assert_same_weights,
+    requires_cuda,
+    run_tool,
+    tiny_train_args,
+    torchrun_train,
+    validation_loss,
+    venv_tool,
+)
 
 import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
 
-from conftest import REPO_ROOT, requires_cuda, run_tool, tiny_train_args, venv_tool
-
 UPDATES = 10
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _args(data: Path, save_dir: Path) -> list:
@@ -35,39 +35,13 @@ def _args(data: Path, save_dir: Path) -> list:
     return args + ["--dropout", "0", "--disable-validation", "--distributed-backend", "gloo"]
 
 
-def _validation_loss(checkpoint: Path) -> float:
-    """Mean token NLL of the whole validation set under a checkpoint (on the CPU, in fp32)."""
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
-    model = models[0].eval()
-    task.load_dataset("valid")
-    dataset = task.dataset("valid")
-    sample = dataset.collater([dataset[i] for i in range(len(dataset))])
-    with torch.no_grad():
-        logits, _ = model(**sample["net_input"])
-    lprobs = torch.log_softmax(logits.float(), dim=-1)
-    target = sample["target"]
-    nll = -lprobs.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-    real = target.ne(task.target_dictionary.pad())
-    return float(nll.masked_fill(~real, 0.0).sum() / real.sum())
-
-
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=requires_cuda)])
 def test_two_processes_equal_one_process_with_update_freq_2(
     device, tiny_translation_data, tmp_path
 ):
     two = tmp_path / "two-processes"
-    run_tool(
-        [
-            venv_tool("torchrun"),
-            "--nproc_per_node",
-            "2",
-            "--master_port",
-            str(_free_port()),
-            venv_tool("fairseq-train"),
-            *_args(tiny_translation_data, two),
-        ],
-        cwd=REPO_ROOT,
-    )
+    _, (rank0, rank1) = torchrun_train(_args(tiny_translation_data, two), tmp_path / "ranks")
+    assert_same_weights(rank0, rank1)
     one = tmp_path / "one-process"
     single = _args(tiny_translation_data, one) + ["--update-freq", "2"]
     if device == "cuda":
@@ -80,5 +54,5 @@ def test_two_processes_equal_one_process_with_update_freq_2(
     assert weights[0].keys() == weights[1].keys()
     largest = max((weights[0][k].float() - weights[1][k].float()).abs().max() for k in weights[0])
     assert largest < 1e-4, largest
-    losses = [_validation_loss(path / "checkpoint_last.pt") for path in (two, one)]
+    losses = [validation_loss(path / "checkpoint_last.pt") for path in (two, one)]
     assert abs(losses[0] - losses[1]) < 1e-4, losses
