@@ -75,7 +75,7 @@ EXTRAPOLATION_PAIRS = 36_000_000
 # With several processes in the tree, one memory sample in this many also reads their PSS.
 PSS_EVERY = 5
 # SentencePiece's training sample at every size: 200,000 lines are all of the 100k size's.
-DEFAULT_SPM_SAMPLE = 200_000
+SAMPLE_AT_EVERY_SIZE = 200_000
 # Log lines of prepare kept in --phases output (the first ones; a streaming prepare may log often).
 MAX_PHASES = 40
 
@@ -118,11 +118,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         "--spm-sample",
         type=int,
-        default=DEFAULT_SPM_SAMPLE,
+        default=SAMPLE_AT_EVERY_SIZE,
         metavar="N",
         help="prepare's --spm-sample, passed where its --help lists the option, so that every "
         "size trains SentencePiece on the same number of lines: its memory grows with the "
-        f"sample, not with the corpus (default: {DEFAULT_SPM_SAMPLE:,}; 0: prepare's default)",
+        f"sample, not with the corpus (default: {SAMPLE_AT_EVERY_SIZE:,}; 0: prepare's default)",
     )
     parser.add_argument("--seed", type=int, default=1, help="seed of the corpus (default: 1)")
     parser.add_argument(

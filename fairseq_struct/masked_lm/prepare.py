@@ -48,7 +48,6 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
-    DEFAULT_CHUNK_LINES,
     ChunkStats,
     ChunkStore,
     concatenate,
@@ -65,8 +64,8 @@ from fairseq_struct.morph.corpus_io import (
     iter_documents,
 )
 from fairseq_struct.morph.forked_helpers import ForkedHelpers
+from fairseq_struct.morph.pipeline_options import add_pipeline_options, check_pipeline_options
 from fairseq_struct.morph.prepare import (
-    DEFAULT_SPM_SAMPLE,
     MODEL_FILE,
     REPORT_FILE,
     SEGMENT_STAGE,
@@ -106,45 +105,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--model-type", choices=MODEL_TYPES, default="unigram")
     parser.add_argument("--spm-model", type=Path, help="reuse this SentencePiece model")
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="processes for segmentation, encoding and its round-trip check, and Moses "
-        "tokenization (default: 1)",
+    add_pipeline_options(
+        parser, "segmentation, encoding and its round-trip check, and Moses tokenization"
     )
-    parser.add_argument(
-        "--spm-threads",
-        type=int,
-        help="threads for SentencePiece training (default: --workers); the model depends on "
-        "it, so keep it fixed to reproduce a model",
-    )
-    parser.add_argument(
-        "--chunk-lines",
-        type=int,
-        default=DEFAULT_CHUNK_LINES,
-        metavar="N",
-        help="lines per chunk: what is in memory at a time, and the unit of work that a "
-        f"killed run does not redo (default: {DEFAULT_CHUNK_LINES:,})",
-    )
-    parser.add_argument(
-        "--spm-sample",
-        type=int,
-        default=DEFAULT_SPM_SAMPLE,
-        metavar="N",
-        help="SentencePiece trains on all training lines when there are at most N, else on a "
-        f"seeded random sample of N (default: {DEFAULT_SPM_SAMPLE:,})",
-    )
-    parser.add_argument("--seed", type=int, default=1, help="SentencePiece random seed")
     args = parser.parse_args(argv)
-    if args.spm_threads is None:
-        args.spm_threads = args.workers
-    numbers = (args.vocab_size, args.workers, args.spm_threads, args.spm_sample, args.chunk_lines)
-    if min(numbers) < 1:
-        parser.error(
-            "--vocab-size, --workers, --spm-threads, --spm-sample and --chunk-lines must be "
-            "positive"
-        )
+    check_pipeline_options(parser, args)
     if args.mode == "morph" and args.lang not in SEGMENTED_LANGUAGES:
         parser.error(f"--mode morph has segmenters for {SEGMENTED_LANGUAGES}, not {args.lang!r}")
     return args

@@ -52,7 +52,6 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
-    DEFAULT_CHUNK_LINES,
     ChunkStore,
     concatenate,
     process_chunk,
@@ -72,6 +71,7 @@ from fairseq_struct.morph.corpus_io import (
 )
 from fairseq_struct.morph.forked_helpers import ForkedHelpers
 from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
+from fairseq_struct.morph.pipeline_options import add_pipeline_options, check_pipeline_options
 from fairseq_struct.morph.segmenters import (
     CACHING_SEGMENTERS,
     DEFAULT_SEGMENTATION_CACHE,
@@ -91,8 +91,6 @@ SPLITS = ("train", "valid", "test")
 MODES = ("bpe", "morph")
 MODEL_FILE = "spm.model"
 REPORT_FILE = "prepare_report.json"
-# SentencePiece's training sample (its memory grows with it; the paper's 36M pairs are 72M lines).
-DEFAULT_SPM_SAMPLE = 10_000_000
 # How many distinct unseen characters the report lists per split.
 MAX_UNSEEN_LISTED = 200
 # Chunks of a run in progress, under OUT_DIR (chunk_store); removed when the run completes.
@@ -141,35 +139,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "prepare_report.json next to it; --vocab-size and --model-type are then ignored",
     )
     parser.add_argument("--out-dir", required=True, help="where the outputs are written")
-    parser.add_argument(
-        "--workers",
-        type=int,
-        default=1,
-        help="processes for segmentation, encoding and the round-trip check (default: 1)",
-    )
-    parser.add_argument(
-        "--spm-threads",
-        type=int,
-        help="threads for SentencePiece training (default: --workers); the model depends on "
-        "it, so keep it fixed to reproduce a model",
-    )
-    parser.add_argument(
-        "--chunk-lines",
-        type=int,
-        default=DEFAULT_CHUNK_LINES,
-        metavar="N",
-        help="lines per chunk: what is in memory at a time, and the unit of work that a "
-        f"killed run does not redo (default: {DEFAULT_CHUNK_LINES:,})",
-    )
-    parser.add_argument(
-        "--spm-sample",
-        type=int,
-        default=DEFAULT_SPM_SAMPLE,
-        metavar="N",
-        help="SentencePiece trains on all training lines when there are at most N, else on a "
-        f"seeded random sample of N (default: {DEFAULT_SPM_SAMPLE:,})",
-    )
-    parser.add_argument("--seed", type=int, default=1, help="SentencePiece random seed")
+    add_pipeline_options(parser, "segmentation, encoding and the round-trip check")
     parser.add_argument(
         "--segmentation-cache",
         metavar="FILE",
@@ -185,14 +155,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "segmented text on disk)",
     )
     args = parser.parse_args(argv)
-    if args.spm_threads is None:
-        args.spm_threads = args.workers
-    numbers = (args.vocab_size, args.workers, args.spm_threads, args.spm_sample, args.chunk_lines)
-    if min(numbers) < 1:
-        parser.error(
-            "--vocab-size, --workers, --spm-threads, --spm-sample and --chunk-lines must be "
-            "positive"
-        )
+    check_pipeline_options(parser, args)
     if args.mode == "morph" and args.tgt_lang not in SEGMENTED_LANGUAGES:
         parser.error(
             f"--mode morph has no segmenter for --tgt-lang {args.tgt_lang!r} "
