@@ -29,6 +29,9 @@ USER_DIR="$("${BIN}python" -c 'import fairseq_struct, os; print(os.path.dirname(
 
 DATA="" SAVE_DIR="" PROFILE="paper" ARCH="" MAX_UPDATE="" LR="" GPUS=1 CPU=0 PRECISION="auto"
 while [[ $# -gt 0 ]]; do
+  if [[ "$1" =~ ^--(data|save-dir|profile|arch|max-update|lr|gpus|precision)$ && $# -lt 2 ]]; then
+    echo "train-en-tr.sh: $1 needs a value" >&2; usage 2
+  fi
   case "$1" in
     --data) DATA="$2"; shift 2 ;;
     --save-dir) SAVE_DIR="$2"; shift 2 ;;
