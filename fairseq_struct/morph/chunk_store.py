@@ -42,11 +42,12 @@ class ChunkStore:
     def output_path(self, stage: str, key: str) -> Path:
         return self.directory / stage / f"{key}.txt"
 
-    def key(self, fingerprint: str, inputs: Sequence[Path]) -> str:
-        """The key of a stage's output for the chunk made of `inputs` (their bytes, in order)."""
+    def key(self, fingerprint: str, contents: Sequence[bytes]) -> str:
+        """The key of a stage's output for the chunk made of `contents` (its input files' bytes,
+        in order)."""
         digest = hashlib.sha256(fingerprint.encode("utf-8"))
-        for path in inputs:
-            digest.update(b"\0" + path.read_bytes())
+        for data in contents:
+            digest.update(b"\0" + data)
         return digest.hexdigest()[:32]
 
     def finished(self, stage: str, key: str) -> Optional[ChunkStats]:
@@ -67,7 +68,11 @@ class ChunkStore:
 
 def read_chunk(path: Path) -> List[str]:
     """The lines of a chunk file written by this module (valid UTF-8, one "\\n" per line)."""
-    return path.read_text(encoding="utf-8").split("\n")[:-1]
+    return _chunk_lines(path.read_bytes())
+
+
+def _chunk_lines(data: bytes) -> List[str]:
+    return data.decode("utf-8").split("\n")[:-1]
 
 
 def process_chunk(
@@ -79,11 +84,12 @@ def process_chunk(
 ) -> Tuple[str, ChunkStats, bool]:
     """(key, statistics, reused) of one chunk: its stored output when this stage has finished
     it, else `compute(*lines of each input)` -> (output lines, statistics), stored first."""
-    key = store.key(fingerprint, inputs)
+    contents = [path.read_bytes() for path in inputs]  # read once: for the key and the lines
+    key = store.key(fingerprint, contents)
     stats = store.finished(stage, key)
     if stats is not None:
         return key, stats, True
-    lines, stats = compute(*(read_chunk(path) for path in inputs))
+    lines, stats = compute(*(_chunk_lines(data) for data in contents))
     store.write(stage, key, lines, stats)
     return key, stats, False
 
