@@ -41,10 +41,10 @@ from interleaved_timing import add_repetition_arguments, timed
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.masked_lm.masking import MaskingOptions, mask_tokens
-from fairseq_struct.masked_lm.word_boundaries import special_symbol_lookup, word_start_lookup
-from fairseq_struct.models.build_from_arch import build_model_from_arch
-from fairseq_struct.morph.markers import WORD_START
+from fairseq_struct.datasets.masking import MaskingOptions, mask_tokens
+from fairseq_struct.pieces.markers import WORD_START
+from fairseq_struct.pieces.word_boundaries import special_symbol_lookup, word_start_lookup
+from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 logger = logging.getLogger("bench_bert2d_training_throughput")
 

@@ -92,13 +92,13 @@ from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.masked_lm.word_boundaries import word_start_lookup
-from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.modules.role_attention import (
     RoleAttentionOptions,
     RoleRelativeMultiheadAttention,
 )
 from fairseq_struct.modules.whole_word_attention import WholeWordAttention
+from fairseq_struct.pieces.word_boundaries import word_start_lookup
+from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
 logger = logging.getLogger("bench_gpu_training")
 

@@ -9,7 +9,7 @@
 For each size N of --sizes a corpus of N English-Turkish training pairs is written into a
 temporary directory, with valid and test splits of --valid-size pairs each, disjoint from train:
 
-- by default from the demo grammar (`fairseq_struct/data/synthetic_en_tr.py`): valid and test are
+- by default from the demo grammar (`fairseq_struct/demo_data/synthetic_en_tr.py`): valid and test are
   its first distinct pairs (`generate_corpus`), train is the grammar's stream of `sample_pair`
   from its own seed (with the repeats a grammar makes, as real text has), leaving out every pair
   whose English or Turkish side is in valid or test;
@@ -161,7 +161,7 @@ Pair = Tuple[str, str]
 
 def demo_corpus(valid_size: int, seed: int) -> Tuple[List[Pair], List[Pair], Iterator[Pair], str]:
     """Valid, test and an endless train stream from the demo grammar."""
-    from fairseq_struct.data.synthetic_en_tr import generate_corpus, sample_pair
+    from fairseq_struct.demo_data.synthetic_en_tr import generate_corpus, sample_pair
 
     held_out = generate_corpus(2 * valid_size, seed)
     seen_en = {english for english, _ in held_out}

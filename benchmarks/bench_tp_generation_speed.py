@@ -29,7 +29,7 @@ from interleaved_timing import add_threads_argument, synchronize
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
+from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
 logger = logging.getLogger("bench_tp_generation_speed")
 

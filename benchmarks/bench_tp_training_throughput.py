@@ -27,7 +27,7 @@ from interleaved_timing import add_repetition_arguments, timed
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
+from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
 logger = logging.getLogger("bench_tp_training_throughput")
 

@@ -430,7 +430,7 @@ def main(argv: List[str]) -> int:
     import torch  # noqa: E402  (only the command line needs torch and fairseq)
 
     import fairseq_struct  # noqa: F401  (registers the archs)
-    from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
+    from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
     dictionary = joined_dictionary(args.vocab_size)
     figures = {}

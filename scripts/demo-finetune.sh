@@ -42,7 +42,7 @@ fi
 
 step "2/5 labelled Turkish from the demo grammar"
 if [[ ! -s "$WORK/raw/qa/test.json" ]]; then
-  python -m fairseq_struct.data.synthetic_labelled_tr --out-dir "$WORK/raw"
+  python -m fairseq_struct.demo_data.synthetic_labelled_tr --out-dir "$WORK/raw"
 fi
 
 raw_args() {  # the raw files of one task and split, as downstream.prepare and predict take them

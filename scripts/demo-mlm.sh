@@ -29,7 +29,7 @@ step() { printf '\n== %s (%ds) ==\n' "$1" $((SECONDS - START)); }
 
 step "1/4 synthetic Turkish text, 5 sentences a document"
 if [[ ! -s "$WORK/raw/valid.txt" ]]; then
-  python -m fairseq_struct.data.synthetic_en_tr --out-dir "$WORK/synthetic" --train "$SENTENCES" --valid 1000 --test 10 --seed 2
+  python -m fairseq_struct.demo_data.synthetic_en_tr --out-dir "$WORK/synthetic" --train "$SENTENCES" --valid 1000 --test 10 --seed 2
   mkdir -p "$WORK/raw"
   for split in train valid; do
     # An empty line after every 5th sentence: documents, as NSP/SOP pretraining data needs.
@@ -75,5 +75,5 @@ for model in $MODELS; do
 done
 
 printf '\nmasked-token accuracy on %s/raw/valid.txt (whole-word masking, %s updates each):\n' "$WORK" "$MAX_UPDATE"
-python -m fairseq_struct.masked_lm.validation_summary --json "$WORK/mlm_accuracy.json" "${summary[@]}"
+python -m fairseq_struct.eval.masked_lm_summary --json "$WORK/mlm_accuracy.json" "${summary[@]}"
 printf '\ndemo finished in %d s; figures in %s/mlm_accuracy.json\n' $((SECONDS - START)) "$WORK"

@@ -30,9 +30,9 @@ step() { printf '\n== %s (%ds) ==\n' "$1" $((SECONDS - START)); }
 
 step "1/5 synthetic English→Turkish corpus"
 if [[ ! -s "$WORK/raw/test.tr" ]]; then
-  python -m fairseq_struct.data.synthetic_en_tr --out-dir "$WORK/raw" --train "$TRAIN_PAIRS" --valid 500 --test 500 --seed 1
+  python -m fairseq_struct.demo_data.synthetic_en_tr --out-dir "$WORK/raw" --train "$TRAIN_PAIRS" --valid 500 --test 500 --seed 1
 fi
-python -m fairseq_struct.data.zemberek_coverage "$WORK/raw/train.tr"
+python -m fairseq_struct.eval.zemberek_coverage "$WORK/raw/train.tr"
 
 step "2/5 segmentation ($MODE), SentencePiece, fairseq-preprocess"
 if [[ ! -s "$DATA/test.en-tr.tr.bin" ]]; then

@@ -51,9 +51,9 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-fetch() { "$PYTHON" -m fairseq_struct.data.corpora fetch "$1" --out "$OUT"; }
+fetch() { "$PYTHON" -m fairseq_struct.corpora.catalog fetch "$1" --out "$OUT"; }
 clean() {  # clean SRC TGT OUT_PREFIX
-  "$PYTHON" -m fairseq_struct.data.clean_corpus --src "$1" --tgt "$2" --out-prefix "$3" \
+  "$PYTHON" -m fairseq_struct.corpora.clean_corpus --src "$1" --tgt "$2" --out-prefix "$3" \
     --min "$MIN" --max "$MAX" --ratio "$RATIO" "${DEDUP[@]}"
 }
 
@@ -62,7 +62,7 @@ case "$NAME" in
     DIR="$OUT/$NAME"
     fetch "$NAME"
     clean "$DIR/corpus.en" "$DIR/corpus.tr" "$DIR/clean"
-    "$PYTHON" -m fairseq_struct.data.splits --src "$DIR/clean.en" --tgt "$DIR/clean.tr" \
+    "$PYTHON" -m fairseq_struct.corpora.splits --src "$DIR/clean.en" --tgt "$DIR/clean.tr" \
       --out-dir "$DIR" --preset opensubtitles --seed "$SEED"
     cat <<EOF
 

@@ -90,7 +90,7 @@ hypotheses=$out_dir/hyp.txt
 scores=$out_dir/scores.json
 
 # No --post-process: the log keeps SentencePiece pieces and generate_output restores the words.
-# fairseq-fixed's dropped last batch is restored by the plugin itself (batching_fix), and
+# fairseq-fixed's dropped last batch is restored by the plugin itself (fixes/last_partial_batch), and
 # generate_output checks that every sentence id is present.
 generate=("${bin}fairseq-generate" "$data_bin" --path "$checkpoint" --user-dir "$user_dir"
     --task "$task" --gen-subset "$subset" --beam "$beam")

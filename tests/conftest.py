@@ -315,7 +315,7 @@ def _prepare_mlm(root: Path, name: str, *options: str) -> Path:
 
 @pytest.fixture(scope="session")
 def pretraining_text(tmp_path_factory) -> Path:
-    from fairseq_struct.data.synthetic_en_tr import generate_corpus
+    from fairseq_struct.demo_data.synthetic_en_tr import generate_corpus
 
     root = tmp_path_factory.mktemp("pretraining")
     turkish = [tr for _, tr in generate_corpus(700, seed=2)]

@@ -149,7 +149,7 @@ def test_gpu_benchmark_runs_every_comparison_on_the_cpu():
 def _parameters(arch: str, vocab_size: int) -> tuple:
     """Parameters of an arch built as the benchmarks build it, and the dictionary size."""
     import fairseq_struct  # noqa: F401  (registers the models)
-    from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
+    from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
     dictionary = joined_dictionary(vocab_size)
     model = build_model_from_arch(arch, dictionary, seed=1)

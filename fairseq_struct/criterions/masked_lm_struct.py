@@ -23,7 +23,7 @@ from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
-from fairseq_struct.masked_lm.word_boundaries import special_symbol_lookup
+from fairseq_struct.pieces.word_boundaries import special_symbol_lookup
 from fairseq_struct.tasks.masked_lm_struct import SENTENCE_PAIR_HEAD
 
 

@@ -74,7 +74,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="a pretraining checkpoint of the project")
     args = parser.parse_args(argv)
-    from fairseq_struct.checkpoint_safety import load_checkpoint
+    from fairseq_struct.fixes.checkpoint_safety import load_checkpoint
 
     try:
         arguments = encoder_arguments(model_config(load_checkpoint(args.checkpoint)))

@@ -35,7 +35,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq.data import Dictionary
 
-from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.downstream import readers
 from fairseq_struct.downstream.binarize import (
     label_dictionary,
@@ -50,6 +49,7 @@ from fairseq_struct.downstream.features import (
 )
 from fairseq_struct.downstream.iob import iob1_to_iob2, split_tag
 from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter
+from fairseq_struct.fixes.cli_logging import configure_logging
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
 logger = logging.getLogger("fairseq_struct.downstream.prepare")

@@ -30,7 +30,7 @@ from typing import List, Sequence, Tuple, Union
 
 from fairseq.data import Dictionary
 
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START
 
 PathLike = Union[str, Path]
 

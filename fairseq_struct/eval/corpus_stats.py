@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Optional
 
 from fairseq_struct.morph.corpus_io import atomic_write_json
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START
 
 
 @dataclass(frozen=True)
-class SegmentationStats:
+class UnitsPerWordStats:
     """Units (pieces or morphemes) per word over a corpus."""
 
     lines: int
@@ -76,7 +76,7 @@ def morphological_density(line: str, count_punctuation: bool = False) -> Optiona
     return sum(counts) / len(counts) if counts else None
 
 
-def segmentation_stats(per_line_counts: Iterable[List[int]]) -> SegmentationStats:
+def segmentation_stats(per_line_counts: Iterable[List[int]]) -> UnitsPerWordStats:
     """Statistics of units per word, given each line's per-word unit counts.
 
     Raises:
@@ -89,7 +89,7 @@ def segmentation_stats(per_line_counts: Iterable[List[int]]) -> SegmentationStat
         counts.extend(line_counts)
     if not counts:
         raise ValueError("no words to count")
-    return SegmentationStats(
+    return UnitsPerWordStats(
         lines=lines,
         words=len(counts),
         units=sum(counts),
@@ -100,7 +100,7 @@ def segmentation_stats(per_line_counts: Iterable[List[int]]) -> SegmentationStat
     )
 
 
-def file_stats(path: str, unit: str, count_punctuation: bool = False) -> SegmentationStats:
+def file_stats(path: str, unit: str, count_punctuation: bool = False) -> UnitsPerWordStats:
     """Statistics of a segmented (`unit="morphemes"`) or encoded (`unit="pieces"`) file.
 
     Raises:
@@ -184,7 +184,7 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    from fairseq_struct.cli_logging import configure_logging
+    from fairseq_struct.fixes.cli_logging import configure_logging
 
     configure_logging()
     main()

@@ -25,9 +25,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from fairseq_struct.eval.corpus_stats import morphological_density
-from fairseq_struct.eval.score import corpus_scores, read_lines
+from fairseq_struct.eval.score import corpus_scores, read_sacrebleu_lines
 from fairseq_struct.morph.corpus_io import atomic_write_json
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY
 
 DEFAULT_EDGES = (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0)
 METRICS = ("BLEU", "chrF")
@@ -306,13 +306,13 @@ def main(argv: Optional[List[str]] = None) -> None:
         names = [name for name, _ in systems_paths]
         if len(set(names)) != len(names):
             raise ValueError(f"--system names must differ, got {names}")
-        references = read_lines(args.ref)
+        references = read_sacrebleu_lines(args.ref)
         densities = sentence_densities(
-            read_lines(args.segmented_ref), references, args.segmented_ref, args.ref
+            read_sacrebleu_lines(args.segmented_ref), references, args.segmented_ref, args.ref
         )
         systems = []
         for name, path in systems_paths:
-            hypotheses = read_lines(path)
+            hypotheses = read_sacrebleu_lines(path)
             if len(hypotheses) != len(references):
                 raise ValueError(
                     f"{path} ({name}) has {len(hypotheses)} lines but {args.ref} has "
@@ -343,7 +343,7 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    from fairseq_struct.cli_logging import configure_logging
+    from fairseq_struct.fixes.cli_logging import configure_logging
 
     configure_logging()
     main()

@@ -21,8 +21,8 @@ import argparse
 import sys
 from typing import Dict, Iterable, List, Optional
 
-from fairseq_struct.eval.score import read_lines
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START, pieces_to_text
+from fairseq_struct.eval.score import read_sacrebleu_lines
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START, pieces_to_text
 
 _MAX_IDS_SHOWN = 20
 
@@ -122,7 +122,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     )
     args = parser.parse_args(argv)
 
-    num_sentences = len(read_lines(args.ref)) if args.ref else args.num_sentences
+    num_sentences = len(read_sacrebleu_lines(args.ref)) if args.ref else args.num_sentences
     try:
         hypotheses = extract_hypotheses(args.generate_log, num_sentences)
     except ValueError as error:
@@ -132,7 +132,7 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    from fairseq_struct.cli_logging import configure_logging
+    from fairseq_struct.fixes.cli_logging import configure_logging
 
     configure_logging()
     main()

@@ -61,7 +61,7 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> Dict[
     return scores
 
 
-def read_lines(path: str) -> List[str]:
+def read_sacrebleu_lines(path: str) -> List[str]:
     """The lines of a text file, read as the sacrebleu command line reads them."""
     with open(path, encoding="utf-8", newline="\n") as lines:
         return [line.rstrip() for line in lines]
@@ -73,8 +73,8 @@ def score_files(hypothesis_path: str, reference_path: str) -> Dict[str, MetricSc
     Raises:
         ValueError: the files differ in line count (the message names both).
     """
-    hypotheses = read_lines(hypothesis_path)
-    references = read_lines(reference_path)
+    hypotheses = read_sacrebleu_lines(hypothesis_path)
+    references = read_sacrebleu_lines(reference_path)
     if len(hypotheses) != len(references):
         raise ValueError(
             f"{hypothesis_path} has {len(hypotheses)} lines but {reference_path} has "
@@ -138,17 +138,17 @@ def main(argv: Optional[List[str]] = None) -> None:
     for score in scores.values():
         print(score.text)
     if args.json:
-        record = scores_to_json(scores, hypotheses, args.ref, len(read_lines(args.ref)))
+        record = scores_to_json(scores, hypotheses, args.ref, len(read_sacrebleu_lines(args.ref)))
         atomic_write_json(args.json, record)
 
 
 def _main_paired(args: argparse.Namespace) -> None:
     if len(args.hyp) < 2:
         sys.exit("error: a paired test needs at least two --hyp files, the baseline first")
-    references = read_lines(args.ref)
+    references = read_sacrebleu_lines(args.ref)
     systems = []
     for path in args.hyp:
-        hypotheses = read_lines(path)
+        hypotheses = read_sacrebleu_lines(path)
         if len(hypotheses) != len(references):
             sys.exit(
                 f"error: {path} has {len(hypotheses)} lines but {args.ref} has "
@@ -164,7 +164,7 @@ def _main_paired(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from fairseq_struct.cli_logging import configure_logging
+    from fairseq_struct.fixes.cli_logging import configure_logging
 
     configure_logging()
     main()

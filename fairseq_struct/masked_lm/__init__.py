@@ -1,1 +1,1 @@
-"""Masked-LM pretraining data (SPEC section 4): word boundaries, masking, sentence pairs."""
+"""Masked-LM pretraining data preparation (SPEC section 4): `python -m fairseq_struct.masked_lm.prepare`."""

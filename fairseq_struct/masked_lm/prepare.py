@@ -45,7 +45,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
-from fairseq_struct.cli_logging import configure_logging
+from fairseq_struct.fixes.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
     ChunkStats,

@@ -17,7 +17,7 @@ from fairseq.utils import safe_getattr
 from fairseq_struct.models.struct_roberta import (
     StructRobertaModel,
     struct_encoder_defaults,
-    tiny_dimensions,
+    tiny_encoder_dimensions,
 )
 
 
@@ -42,5 +42,5 @@ def bert2d_base_architecture(args: Any) -> None:
 
 @register_model_architecture("bert2d", "bert2d_tiny")
 def bert2d_tiny_architecture(args: Any) -> None:
-    tiny_dimensions(args)
+    tiny_encoder_dimensions(args)
     bert2d_architecture(args)

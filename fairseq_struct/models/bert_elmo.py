@@ -24,7 +24,7 @@ from fairseq_struct.models.struct_roberta import (
     StructRobertaEncoder,
     StructRobertaModel,
     struct_encoder_defaults,
-    tiny_dimensions,
+    tiny_encoder_dimensions,
 )
 from fairseq_struct.modules.character_cnn import HIGHWAY_GATE_BIAS, CharacterCNNWordEmbedder
 from fairseq_struct.modules.character_vocabulary import PAD, CharacterVocabulary
@@ -217,5 +217,5 @@ def bert_elmo_base_architecture(args: Any) -> None:
 
 @register_model_architecture("bert_elmo", "bert_elmo_tiny")
 def bert_elmo_tiny_architecture(args: Any) -> None:
-    tiny_dimensions(args)
+    tiny_encoder_dimensions(args)
     bert_elmo_architecture(args)

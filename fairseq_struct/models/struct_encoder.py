@@ -21,13 +21,13 @@ from fairseq.models.transformer import TransformerEncoder
 from fairseq.utils import safe_getattr
 from torch import Tensor, nn
 
-from fairseq_struct.masked_lm.word_boundaries import WordStructure, word_structure
 from fairseq_struct.modules.role_attention import (
     RoleAttentionOptions,
     RoleRelativeMultiheadAttention,
 )
 from fairseq_struct.modules.structural_position_embedding import StructuralPositionEmbedding
 from fairseq_struct.modules.whole_word_attention import WholeWordAttention
+from fairseq_struct.pieces.word_boundaries import WordStructure, word_structure
 
 
 class StructureContext:

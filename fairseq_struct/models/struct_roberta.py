@@ -13,12 +13,12 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
 from torch import Tensor
 
-from fairseq_struct.masked_lm.word_boundaries import word_start_lookup
 from fairseq_struct.models.struct_encoder import StructTransformerEncoder
 from fairseq_struct.modules.structural_position_embedding import (
     POSITION_MODES,
     SUBWORD_STRATEGIES,
 )
+from fairseq_struct.pieces.word_boundaries import word_start_lookup
 
 
 class StructRobertaEncoder(RobertaEncoder):
@@ -141,7 +141,7 @@ def struct_encoder_defaults(args: Any) -> None:
     args.wwa_window = safe_getattr(args, "wwa_window", 5)
 
 
-def tiny_dimensions(args: Any) -> None:
+def tiny_encoder_dimensions(args: Any) -> None:
     """Small enough to pretrain in minutes on a CPU (the demo and the tests)."""
     args.encoder_layers = safe_getattr(args, "encoder_layers", 2)
     args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 128)

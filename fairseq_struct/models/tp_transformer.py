@@ -166,7 +166,7 @@ def set_dimensions(args: Namespace, layers: int, embed_dim: int, ffn_dim: int, h
     args.decoder_attention_heads = getattr(args, "decoder_attention_heads", heads)
 
 
-def tiny_dimensions(args: Namespace) -> None:
+def tiny_encoder_decoder_dimensions(args: Namespace) -> None:
     """Dimensions of the tiny archs: tests, the CPU demo and multi-process smoke runs."""
     set_dimensions(args, layers=2, embed_dim=128, ffn_dim=512, heads=4)
 
@@ -174,5 +174,5 @@ def tiny_dimensions(args: Namespace) -> None:
 @register_model_architecture("tp_transformer", "tp_transformer_tiny")
 def tp_transformer_tiny(args: Namespace) -> None:
     """2+2 layers, d_model 128, 4 heads of 32, ffn 512: trains in minutes on a laptop CPU."""
-    tiny_dimensions(args)
+    tiny_encoder_decoder_dimensions(args)
     set_attention_defaults(args, head_dim=32)

@@ -13,7 +13,7 @@ from fairseq_struct.models.tp_transformer import (
     TPTransformerModel,
     set_attention_defaults,
     set_dimensions,
-    tiny_dimensions,
+    tiny_encoder_decoder_dimensions,
 )
 
 
@@ -37,5 +37,5 @@ def transformer_relpos_base(args: Namespace) -> None:
 @register_model_architecture("transformer_relpos", "transformer_relpos_tiny")
 def transformer_relpos_tiny(args: Namespace) -> None:
     """Parameter-matched to tp_transformer_tiny: heads 40 wide instead of 32 (5/4, as at base)."""
-    tiny_dimensions(args)
+    tiny_encoder_decoder_dimensions(args)
     set_attention_defaults(args, head_dim=40)

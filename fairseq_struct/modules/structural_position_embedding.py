@@ -21,7 +21,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from fairseq_struct.masked_lm.word_boundaries import WordStructure
+from fairseq_struct.pieces.word_boundaries import WordStructure
 
 POSITION_MODES = ("1d", "2d", "none")
 SUBWORD_STRATEGIES = ("uniform", "paper", "leftover_as_last")

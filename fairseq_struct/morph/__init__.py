@@ -1,6 +1,5 @@
 """Text to pieces: morphological segmentation and the joint SentencePiece model (SPEC section 3).
 
-- `markers`: the word-start and morpheme-boundary marks every stage agrees on.
 - `turkish`: `TurkishSegmenter`, Zemberek morphemes with sentence-level disambiguation
   ("göremediklerimizden" -> "gör￭eme￭dik￭ler￭imiz￭den"), fast and identical to the reference.
 - `sentencepiece_model`: `SentencePieceModel`, one joint model whose pieces never cross a
@@ -8,6 +7,8 @@
 - `inuktitut`: `InuktitutSegmenter`, Morfessor Baseline learnt from the training text.
 - `segmenters`: both segmenters behind one interface, a chunk of lines at a time, with their
   worker processes kept across chunks.
+- `zemberek`: an exact, faster port of the parts of zemberek-python the Turkish segmenter
+  spends its time in (word analysis, the perceptron disambiguator), checked against it.
 - `corpus_io`: validated, streamed reading of raw parallel files and atomic writing.
 - `chunk_store`, `chunk_encoding`: the chunk files a streamed preparation works through and
   resumes from, and the SentencePiece encoding (with its round-trip check) of one chunk in a
@@ -16,30 +17,7 @@
   (`python -m fairseq_struct.morph.prepare`, or `scripts/prepare-en-tr.sh`), in memory that
   does not grow with the corpus.
 
-Zemberek and SentencePiece are imported only when used, so importing this package is cheap.
+The word-start and morpheme-boundary marks live in `fairseq_struct.pieces.markers`, which the
+models share. Nothing is imported here, so that a module of this package loads only what it
+needs (Zemberek, sqlite and SentencePiece only where they are used).
 """
-
-from fairseq_struct.morph.corpus_io import CorpusError, ParallelSplit, SplitReport, read_parallel
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START, pieces_to_text
-from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
-from fairseq_struct.morph.turkish import (
-    SegmentationStats,
-    TurkishSegmenter,
-    segment_lines,
-    shared_segmenter,
-)
-
-__all__ = [
-    "MORPHEME_BOUNDARY",
-    "WORD_START",
-    "CorpusError",
-    "ParallelSplit",
-    "SegmentationStats",
-    "SentencePieceModel",
-    "SplitReport",
-    "TurkishSegmenter",
-    "pieces_to_text",
-    "read_parallel",
-    "segment_lines",
-    "shared_segmenter",
-]

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_struct.morph.chunk_store import ChunkStats, ChunkStore, process_chunk
-from fairseq_struct.morph.markers import pieces_to_text
 from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
+from fairseq_struct.pieces.markers import pieces_to_text
 
 STAGE = "encode"
 

@@ -34,7 +34,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import BinaryIO, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START
 
 PathLike = Union[str, Path]
 

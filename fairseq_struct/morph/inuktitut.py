@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from fairseq_struct.morph.corpus_io import atomic_write_lines
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +148,7 @@ class InuktitutSegmenter:
         """Learn the model from raw lines (only their word cores; see `split_affixes`)."""
         counts: Counter = Counter()
         for number, line in enumerate(lines, start=1):
-            _check_line(line, f"training line {number}")
+            _refuse_boundary_mark(line, f"training line {number}")
             for word in line.split():
                 core = split_affixes(word)[1]
                 if core:
@@ -218,7 +218,7 @@ class InuktitutSegmenter:
 
     def segment(self, line: str) -> str:
         """`line` with MORPHEME_BOUNDARY between the morphs of each word."""
-        _check_line(line, "input")
+        _refuse_boundary_mark(line, "input")
         self._require_model()
         parts = _WHITESPACE.split(line)  # words at even indexes, the whitespace between at odd
         for index in range(0, len(parts), 2):
@@ -280,7 +280,7 @@ def _read_segmentations(path: Path) -> Iterator[Tuple[int, str, Tuple[str, ...]]
             yield int(count), "".join(morphs), morphs
 
 
-def _check_line(line: str, where: str) -> None:
+def _refuse_boundary_mark(line: str, where: str) -> None:
     if MORPHEME_BOUNDARY in line:
         raise ValueError(
             f"{where} already contains the morpheme boundary mark {MORPHEME_BOUNDARY!r} "

@@ -49,7 +49,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from fairseq_struct.cli_logging import configure_logging
+from fairseq_struct.fixes.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
     ChunkStore,
@@ -70,7 +70,6 @@ from fairseq_struct.morph.corpus_io import (
     split_paths,
 )
 from fairseq_struct.morph.forked_helpers import ForkedHelpers
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 from fairseq_struct.morph.pipeline_options import add_pipeline_options, check_pipeline_options
 from fairseq_struct.morph.segmenters import (
     CACHING_SEGMENTERS,
@@ -83,6 +82,7 @@ from fairseq_struct.morph.sentencepiece_model import (
     SentencePieceModel,
     train_or_reuse,
 )
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY
 from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger(__name__)

@@ -17,14 +17,14 @@ Speed (Zemberek's per-sentence path runs at about 150-230 tokens/s here), with i
   ANTLR lexer never lets a token span a space, so a line's tokens are its chunks' tokens);
   plain words, apostrophe words and a word with one punctuation mark (`_PLAIN_WORD`,
   `_APOSTROPHE_WORD`, `_WORD_AND_PUNCTUATION`) get their tokens without running the lexer;
-- word types are analysed by `zemberek_fast_analysis`, an exact re-implementation of
+- word types are analysed by `zemberek.fast_analysis`, an exact re-implementation of
   Zemberek's suffix-graph search that memoises surfaces, attribute sets and phonetic conditions
   per (state, attributes) and drops paths that can no longer end, read off a lazy automaton
-  (`zemberek_tail_automaton`) kept across words (tested type by type against stock Zemberek);
+  (`zemberek.tail_automaton`) kept across words (tested type by type against stock Zemberek);
   `self.morphology` itself is left stock, as the reference;
 - when no token of a line has candidate analyses that differ in their segmentation, the
   disambiguator cannot change the result and is not run;
-- otherwise `zemberek_fast_decoder` runs: Zemberek's perceptron Viterbi decoder with the same
+- otherwise `zemberek.fast_decoder` runs: Zemberek's perceptron Viterbi decoder with the same
   float32 sums in the same order, stopping where the path is final; `segment_many` scores the
   new steps (three tokens' candidates) of many lines at once with numpy over interned feature
   parts, and keeps every step's scores across sentences;
@@ -56,10 +56,10 @@ from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tup
 
 from fairseq_struct.morph.collector import collector_paused
 from fairseq_struct.morph.forked_helpers import ForkedHelpers, shrinking_batches
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY
 from fairseq_struct.morph.segmentation_cache import SegmentationCache, SegmentationResult
-from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder, WordKey
-from fairseq_struct.morph.zemberek_loading import import_zemberek, load_morphology
+from fairseq_struct.morph.zemberek.fast_decoder import FastDecoder, WordKey
+from fairseq_struct.morph.zemberek.loading import import_zemberek, load_morphology
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,7 @@ class TurkishSegmenter:
         from zemberek.tokenization.antlr.turkish_lexer import TurkishLexer
         from zemberek.tokenization.token import Token
 
-        from fairseq_struct.morph.zemberek_fast_analysis import fast_morphology
+        from fairseq_struct.morph.zemberek.fast_analysis import fast_morphology
 
         self.morphology = load_morphology() if morphology is None else morphology
         # Word analysis of the fast path; self.morphology itself stays stock (the reference).
@@ -205,7 +205,7 @@ class TurkishSegmenter:
         results: List[Optional[SegmentationResult]] = []
         ambiguous = []  # (index in results, chunks, tokens) of lines to disambiguate
         for line in lines:
-            _check_line(line)
+            _refuse_unsegmentable_line(line)
             chunks = [self._chunk(text) for text in line.split(" ")]
             tokens = sum(len(chunk.tokens) for chunk in chunks)
             if all(chunk.segmented is not None for chunk in chunks):
@@ -309,7 +309,7 @@ class TurkishSegmenter:
 
     def segment_reference(self, line: str) -> str:
         """The same segmentation from Zemberek's own per-sentence `analyze_and_disambiguate`."""
-        _check_line(line)
+        _refuse_unsegmentable_line(line)
         tokens = list(self._tokenize(line))
         if not tokens:  # Zemberek's decoder refuses an empty sentence
             return line
@@ -381,7 +381,7 @@ def _line_problem(line: str) -> Optional[str]:
     return None
 
 
-def _check_line(line: str) -> None:
+def _refuse_unsegmentable_line(line: str) -> None:
     problem = _line_problem(line)
     if problem is not None:
         raise ValueError(problem)

@@ -3,7 +3,7 @@
 fairseq's `masked_lm` task, on the same data (stock `fairseq-preprocess --only-source` output),
 plus:
 - `--mask-strategy whole_word|random`: whole-word masking finds words from the dictionary
-  (`fairseq_struct.masked_lm.word_boundaries`); fairseq's own `--mask-whole-words` needs
+  (`fairseq_struct.pieces.word_boundaries`); fairseq's own `--mask-whole-words` needs
   `--bpe` and then fails in `MaskedLMTask.load_dataset`, so it is refused here;
 - `net_input["word_starts"]`: the word-start flags of the *unmasked* tokens, so that BERT2D's
   positions and Whole-Word Attention see the words as they were before masking;
@@ -35,7 +35,7 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
-from fairseq_struct.masked_lm.masking import (
+from fairseq_struct.datasets.masking import (
     MASK_STRATEGIES,
     MaskedPositionsDataset,
     MaskedWordsDataset,
@@ -43,8 +43,8 @@ from fairseq_struct.masked_lm.masking import (
     MostWordsDataset,
     WordStartsDataset,
 )
-from fairseq_struct.masked_lm.sentence_pairs import SentencePairDataset, SentencePairLabels
-from fairseq_struct.masked_lm.word_boundaries import special_symbol_lookup, word_start_lookup
+from fairseq_struct.datasets.sentence_pairs import SentencePairDataset, SentencePairLabels
+from fairseq_struct.pieces.word_boundaries import special_symbol_lookup, word_start_lookup
 
 SENTENCE_PAIR_HEAD = "sentence_pair"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from fairseq_struct.morph.markers import pieces_to_text
+from fairseq_struct.pieces.markers import pieces_to_text
 
 
 class PiecesToText:

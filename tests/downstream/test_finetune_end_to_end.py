@@ -48,7 +48,7 @@ def _write_conll(path: Path, sentences) -> None:
 def test_fine_tuning_a_pretrained_encoder_learns_and_predicts_in_the_input_format(
     pieces_bpe, pretrained_bert2d, tmp_path
 ):
-    from fairseq_struct.data.synthetic_en_tr import generate_corpus
+    from fairseq_struct.demo_data.synthetic_en_tr import generate_corpus
 
     sentences = [
         tr.replace(".", " .").replace("?", " ?").split() for _, tr in generate_corpus(460, 5)
@@ -140,7 +140,7 @@ def test_fine_tuning_a_pretrained_encoder_learns_and_predicts_in_the_input_forma
     assert scores["f1"] > 80  # the rule is learnt from 400 sentences in 3 epochs
 
     # The fine-tuned checkpoint is the pretrained architecture with its structure options.
-    from fairseq_struct.checkpoint_safety import load_checkpoint
+    from fairseq_struct.fixes.checkpoint_safety import load_checkpoint
 
     pretrained = encoder_arguments(model_config(load_checkpoint(str(pretrained_bert2d))))
     fine_tuned = encoder_arguments(

@@ -71,7 +71,7 @@ def _evaluate(checkpoint: Path, tokens_are_words: bool) -> tuple:
     starts the pretraining task passes (`masked_lm_struct`: from the dictionary)."""
     from fairseq import checkpoint_utils
 
-    from fairseq_struct.masked_lm.word_boundaries import word_start_lookup
+    from fairseq_struct.pieces.word_boundaries import word_start_lookup
 
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
     model = models[0].eval()

@@ -29,7 +29,7 @@ from fairseq_struct.eval.probes import (
     replace_word,
     turkish_lower,
 )
-from fairseq_struct.models.build_from_arch import build_model_from_arch
+from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "demo-mlm-work"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sacrebleu
 
-from fairseq_struct.eval.score import corpus_scores, main, read_lines, score_files
+from fairseq_struct.eval.score import corpus_scores, main, read_sacrebleu_lines, score_files
 
 REFERENCES = [
     "Göremediklerimizden biri bugün geldi.",
@@ -73,7 +73,7 @@ def test_files_score_like_the_sacrebleu_command_line(tmp_path):
     )
     reported = {score["name"]: score["score"] for score in json.loads(command_line.stdout)}
 
-    assert len(read_lines(ref)) == 4
+    assert len(read_sacrebleu_lines(ref)) == 4
     assert round(scores["BLEU"].score, 6) == reported["BLEU"]
     assert round(scores["chrF"].score, 6) == reported["chrF2"]
 

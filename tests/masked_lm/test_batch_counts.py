@@ -4,9 +4,9 @@ host synchronisation: the flat positions of the targets and the most words of a 
 import torch
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.masked_lm.word_boundaries import word_structure
-from fairseq_struct.models.build_from_arch import build_model_from_arch
+from fairseq_struct.pieces.word_boundaries import word_structure
 from fairseq_struct.tasks.masked_lm_struct import MaskedLMStructConfig, MaskedLMStructTask
+from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 
 def _task_and_batch(data, size: int = 8):

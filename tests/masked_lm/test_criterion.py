@@ -20,12 +20,12 @@ from fairseq.data import Dictionary
 
 import fairseq_struct  # noqa: F401  (registers the models)
 from fairseq_struct.criterions.masked_lm_struct import MaskedLMStructCriterion
-from fairseq_struct.models.build_from_arch import build_model_from_arch
 from fairseq_struct.tasks.masked_lm_struct import (
     SENTENCE_PAIR_HEAD,
     MaskedLMStructConfig,
     MaskedLMStructTask,
 )
+from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 
 def _task(data, sentence_objective: str = "none", tokens_are_words: bool = False):

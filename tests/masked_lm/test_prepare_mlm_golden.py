@@ -23,7 +23,7 @@ from typing import Dict, List, Sequence
 import pytest
 from conftest import REPO_ROOT, SHARED_DATA
 
-from fairseq_struct.data.synthetic_en_tr import generate_corpus
+from fairseq_struct.demo_data.synthetic_en_tr import generate_corpus
 
 pytestmark = pytest.mark.filterwarnings("ignore:notifyAll:DeprecationWarning")  # in zemberek
 

@@ -6,8 +6,8 @@ import pytest
 
 from fairseq_struct.masked_lm.prepare import main
 from fairseq_struct.morph.corpus_io import DocumentsReport, iter_documents
-from fairseq_struct.morph.markers import pieces_to_text
 from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
+from fairseq_struct.pieces.markers import pieces_to_text
 
 DOCUMENTS = [
     ["Evlerde kitap var.", "Kitabı okudum."],

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO_ROOT
 
 from fairseq_struct.masked_lm.prepare import main
-from fairseq_struct.morph.markers import pieces_to_text
+from fairseq_struct.pieces.markers import pieces_to_text
 
 TRAIN = ["Evlerde kitap var.", "Kitabı okudum.", "", "", "Gördüm onu.", "Evler büyük."]
 VALID = ["Kitaplar evlerde.", "", "Yeni kelime geldi."]

@@ -5,9 +5,9 @@ import torch
 from fairseq.data import Dictionary
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.masked_lm.word_boundaries import word_start_lookup, word_structure
-from fairseq_struct.models.build_from_arch import build_model_from_arch
 from fairseq_struct.modules.structural_position_embedding import subword_position_ids
+from fairseq_struct.pieces.word_boundaries import word_start_lookup, word_structure
+from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 
 def _subword_ids(m: int, max_intermediate: int, strategy: str = "uniform"):
@@ -56,7 +56,7 @@ def _piece_dictionary(pieces):
 
 def test_word_positions_do_not_depend_on_the_vocabulary_size(tmp_path):
     """The paper's Fig. 3: however finely SentencePiece cuts, word position ids are the same."""
-    from fairseq_struct.data import synthetic_en_tr
+    from fairseq_struct.demo_data import synthetic_en_tr
     from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
 
     synthetic_en_tr.main(

@@ -4,8 +4,8 @@ import torch
 from fairseq.data import Dictionary
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.models.build_from_arch import build_model_from_arch
 from fairseq_struct.modules.character_cnn import HIGHWAY_GATE_BIAS
+from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 WORDS = ["evler", "evlerde", "kitap", "kitabı", "gördüm", "."]
 

@@ -6,7 +6,7 @@ from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
+from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
 
 def _dictionary(num_types: int) -> Dictionary:

@@ -7,12 +7,12 @@ import torch
 from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from fairseq_struct.host_sync import HostSyncRecorder
 from fairseq_struct.modules.whole_word_attention import (
     WholeWordAttention,
     attention_energy_count,
     average_words,
 )
+from fairseq_struct.testing.host_sync import HostSyncRecorder
 
 EMBED_DIM, HEADS, WINDOW, MAX_REL = 8, 2, 2, 3
 

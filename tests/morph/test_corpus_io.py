@@ -13,7 +13,7 @@ from fairseq_struct.morph.corpus_io import (
     read_lines,
     read_parallel,
 )
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START
 
 
 def write_pair(tmp_path, split, source_lines, target_lines, raw_target=None):

@@ -9,9 +9,9 @@ from test_prepare import prepare_args, restore_logging  # noqa: F401 (autouse: r
 
 from fairseq_struct.morph import prepare
 from fairseq_struct.morph.inuktitut import InuktitutSegmenter
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
-from fairseq_struct.morph.markers import pieces_to_text
 from fairseq_struct.morph.segmenters import INUKTITUT_MODEL_FILE
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY as B
+from fairseq_struct.pieces.markers import pieces_to_text
 
 # Real Inuktitut (syllabics, from the WMT20 news task) with its English side. It is shared
 # development data, not part of the repository, so the tests that read it skip when it is absent.

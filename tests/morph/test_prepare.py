@@ -8,8 +8,8 @@ import pytest
 from conftest import REPO_ROOT, run_tool, venv_tool
 
 from fairseq_struct.morph import prepare
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
-from fairseq_struct.morph.markers import WORD_START, pieces_to_text
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY as B
+from fairseq_struct.pieces.markers import WORD_START, pieces_to_text
 
 PAIRS = [
     ("We could not see them.", "Göremediklerimizden biri oydu."),

@@ -18,7 +18,7 @@ from typing import Dict
 import pytest
 from conftest import SHARED_DATA, run_tool, venv_tool
 
-from fairseq_struct.data.synthetic_en_tr import write_corpus
+from fairseq_struct.demo_data.synthetic_en_tr import write_corpus
 
 pytestmark = pytest.mark.filterwarnings("ignore:notifyAll:DeprecationWarning")  # in zemberek
 

@@ -5,8 +5,8 @@ import random
 import pytest
 from conftest import SHARED_DATA
 
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START, pieces_to_text
 from fairseq_struct.morph.sentencepiece_model import SentencePieceModel, reservoir_sample
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START, pieces_to_text
 
 # Real parallel text for the round trip on a whole corpus; it is shared development data, not
 # part of the repository, so the test that reads it skips when it is absent.

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 from conftest import SHARED_DATA
 
-from fairseq_struct.morph import turkish, zemberek_fast_decoder
+from fairseq_struct.morph import turkish
 from fairseq_struct.morph.forked_helpers import ForkedHelpers
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY as B
 from fairseq_struct.morph.segmentation_cache import SegmentationCache
 from fairseq_struct.morph.turkish import (
     SegmentationStats,
@@ -18,8 +17,10 @@ from fairseq_struct.morph.turkish import (
     segment_lines,
     shared_segmenter,
 )
-from fairseq_struct.morph.zemberek_fast_decoder import FastDecoder
-from fairseq_struct.morph.zemberek_perceptron_weights import PerceptronWeights, StringTable
+from fairseq_struct.morph.zemberek import fast_decoder as zemberek_fast_decoder
+from fairseq_struct.morph.zemberek.fast_decoder import FastDecoder
+from fairseq_struct.morph.zemberek.perceptron_weights import PerceptronWeights, StringTable
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY as B
 
 # Real Turkish for the comparison with Zemberek's reference path; it is shared development data,
 # not part of the repository, so the test that reads it skips when it is absent.
@@ -116,7 +117,7 @@ def test_a_token_zemberek_itself_fails_on_is_kept_whole(segmenter, caplog):
     segmenter._chunks.pop("000000.....", None)
     for key in [key for key in segmenter._candidates if key[0].startswith("000000")]:
         del segmenter._candidates[key]
-    with caplog.at_level(logging.WARNING, logger="fairseq_struct.morph.zemberek_fast_analysis"):
+    with caplog.at_level(logging.WARNING, logger="fairseq_struct.morph.zemberek.fast_analysis"):
         segmented = segmenter.segment(line)
     assert segmented == f"izle{B}di{B}m 000000..... harika"
     assert "Zemberek cannot analyse '000000.'" in caplog.text

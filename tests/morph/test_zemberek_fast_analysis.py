@@ -14,7 +14,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:notifyAll:DeprecationWarning")  
 @pytest.fixture(scope="module")
 def morphologies():
     pytest.importorskip("zemberek", reason="zemberek-python is needed for Turkish segmentation")
-    from fairseq_struct.morph.zemberek_fast_analysis import fast_morphology
+    from fairseq_struct.morph.zemberek.fast_analysis import fast_morphology
 
     stock = shared_segmenter().morphology
     # A fresh fast analyser: its memoised steps start empty, as on a cold run.
@@ -84,7 +84,7 @@ def test_every_word_type_of_real_text(morphologies):
 
 
 def test_the_stock_analyser_is_left_alone(morphologies):
-    from fairseq_struct.morph.zemberek_fast_analysis import FastRuleBasedAnalyzer
+    from fairseq_struct.morph.zemberek.fast_analysis import FastRuleBasedAnalyzer
 
     stock, fast = morphologies
     assert not isinstance(stock.analyzer, FastRuleBasedAnalyzer)
@@ -93,8 +93,8 @@ def test_the_stock_analyser_is_left_alone(morphologies):
 
 
 def test_tail_automaton_rebuilt_when_full_gives_the_same_analyses(morphologies, monkeypatch):
-    from fairseq_struct.morph import zemberek_tail_automaton
-    from fairseq_struct.morph.zemberek_fast_analysis import fast_morphology
+    from fairseq_struct.morph.zemberek import tail_automaton as zemberek_tail_automaton
+    from fairseq_struct.morph.zemberek.fast_analysis import fast_morphology
 
     stock, _ = morphologies
     monkeypatch.setattr(zemberek_tail_automaton, "_MAX_STATES", 20)

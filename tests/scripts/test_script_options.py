@@ -10,7 +10,7 @@ from conftest import REPO_ROOT
 
 SCRIPTS = sorted(path.name for path in (REPO_ROOT / "scripts").glob("*.sh"))
 # Source lines that a usage printed from the script's own text would let through.
-SOURCE_MARKS = ("set -euo", "usage()", "while [[", "case \"$1\"", "REPO=", "#!/")
+SOURCE_MARKS = ("set -euo", "usage()", "while [[", 'case "$1"', "REPO=", "#!/")
 
 
 def _run(script: str, *arguments: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -5,7 +5,7 @@ import re
 import pytest
 from conftest import REPO_ROOT, USER_DIR, run_tool, tiny_train_args, venv_tool
 
-from fairseq_struct.morph.markers import MORPHEME_BOUNDARY, WORD_START
+from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START
 from fairseq_struct.tasks.translation_morph import PiecesToText
 
 

@@ -15,8 +15,8 @@ import torch
 from conftest import run_tool, tiny_mlm_train_args, tiny_train_args, venv_tool
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.modules.whole_word_attention import WholeWordAttention
+from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
 HALF_OPTIONS = {
     "bf16": ["--bf16"],

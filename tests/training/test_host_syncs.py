@@ -25,9 +25,7 @@ from fairseq_struct.criterions.extractive_qa import ExtractiveQACriterion
 from fairseq_struct.criterions.masked_lm_struct import MaskedLMStructCriterion
 from fairseq_struct.criterions.sentence_prediction_f1 import SentencePredictionF1Criterion
 from fairseq_struct.criterions.token_classification import TokenClassificationCriterion
-from fairseq_struct.host_sync import HostSyncRecorder
 from fairseq_struct.models.bert_elmo import DictionaryCharacterEmbedding
-from fairseq_struct.models.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.modules.token_classification_heads import (
     HEAD_TYPES,
     SpanExtractionHead,
@@ -38,6 +36,8 @@ from fairseq_struct.tasks.masked_lm_struct import (
     MaskedLMStructConfig,
     MaskedLMStructTask,
 )
+from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
+from fairseq_struct.testing.host_sync import HostSyncRecorder
 
 FAIRSEQ_SITES = (
     ("fairseq/models/transformer/transformer_encoder.py", "forward_scriptable"),

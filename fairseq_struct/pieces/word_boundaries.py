@@ -1,0 +1,102 @@
+"""Where words begin, found from the dictionary alone (SPEC 4, first paragraph).
+
+A piece that starts with SentencePiece's WORD_START mark begins a word; so does every special
+symbol (<s>, </s>, <pad>, <unk>, <mask>, fairseq's madeupword padding symbols), each of which
+is a word of its own. In morph-mode data only the first morpheme of a whitespace word carries
+WORD_START (the boundary marks, when kept, do not), so the morphemes of one whitespace word
+count as one word. Word-level data (BERT-ELMo: one token per whitespace word) has no
+WORD_START pieces; there every token is a word (`tokens_are_words`).
+
+Stock `fairseq-preprocess --only-source` data therefore works unchanged: nothing but the
+dictionary is needed to recover the words of a sentence.
+"""
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from fairseq.data import Dictionary
+from torch import Tensor
+
+from fairseq_struct.pieces.markers import WORD_START
+
+MASK_SYMBOL = "<mask>"
+
+
+def is_special_symbol(dictionary: Dictionary, index: int) -> bool:
+    symbol = dictionary[index]
+    return (
+        index < dictionary.nspecial
+        or symbol == MASK_SYMBOL
+        or symbol.startswith("madeupword")  # fairseq's --padding-factor filler symbols
+    )
+
+
+def special_symbol_lookup(dictionary: Dictionary) -> Tensor:
+    """(vocab,) bool: True for the symbols that are never masking targets."""
+    return torch.tensor([is_special_symbol(dictionary, i) for i in range(len(dictionary))])
+
+
+def word_start_lookup(dictionary: Dictionary, tokens_are_words: bool = False) -> Tensor:
+    """(vocab,) bool: True for the symbols that begin a word.
+
+    Raises ValueError for a piece dictionary without a single WORD_START piece: that is
+    word-level data, which needs `tokens_are_words=True` (otherwise every sentence would be
+    one long word).
+    """
+    if tokens_are_words:
+        return torch.ones(len(dictionary), dtype=torch.bool)
+    marked = torch.tensor([symbol.startswith(WORD_START) for symbol in dictionary.symbols])
+    if not bool(marked.any()):
+        raise ValueError(
+            f"the dictionary ({len(dictionary)} symbols) has no piece starting with "
+            f"{WORD_START!r} (SentencePiece's word-start mark), so word boundaries cannot be "
+            "found; for word-level data (one token per word, as for bert_elmo) pass "
+            "--tokens-are-words"
+        )
+    return marked | special_symbol_lookup(dictionary)
+
+
+@dataclass
+class WordStructure:
+    """Per token (batch, time): the word it belongs to, its place in the word, the word's
+    length in tokens, and its sentence segment (0 up to and including the first </s>, 1 after:
+    BERT's token types for sentence pairs). `max_words`: the most words of a sequence, when
+    the data side counted them (a host int), else None."""
+
+    word_index: Tensor
+    position_in_word: Tensor
+    word_length: Tensor
+    segment_index: Tensor
+    max_words: Optional[int] = None
+
+
+def word_structure(
+    word_starts: Tensor, tokens: Tensor, eos: int, max_words: Optional[int] = None
+) -> WordStructure:
+    """The WordStructure of a right-padded batch, from its (batch, time) word-start flags.
+
+    Padding tokens are special symbols, so each is a one-token word after the last real word.
+    """
+    time = word_starts.shape[1]
+    positions = torch.arange(time, device=word_starts.device).expand_as(word_starts)
+    starts = word_starts.clone()
+    starts[:, 0] = True  # a sequence always begins a word, whatever its first token
+    word_index = starts.long().cumsum(dim=1) - 1
+    word_start_position = torch.where(starts, positions, 0).cummax(dim=1).values
+    ends = torch.ones_like(starts)
+    ends[:, :-1] = starts[:, 1:]
+    last = torch.full_like(positions, time - 1)
+    word_end_position = (
+        torch.where(ends, positions, last).flip(dims=[1]).cummin(dim=1).values.flip(dims=[1])
+    )
+    is_eos = tokens.eq(eos).long()
+    # Tokens after the first </s> are segment 1 (the first </s> itself closes segment 0).
+    segment_index = ((is_eos.cumsum(dim=1) - is_eos) > 0).long()
+    return WordStructure(
+        word_index=word_index,
+        position_in_word=positions - word_start_position,
+        word_length=word_end_position - word_start_position + 1,
+        segment_index=segment_index,
+        max_words=max_words,
+    )
