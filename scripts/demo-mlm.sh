@@ -63,6 +63,7 @@ for model in $MODELS; do
   esac
   step "3/4 pretraining $model ($MAX_UPDATE updates)"
   fairseq-train "$data" "${common[@]}" "${arch[@]}" --save-dir "$WORK/checkpoints-$model" \
+    --tensorboard-logdir "$WORK/checkpoints-$model/tensorboard" \
     --optimizer adam --adam-betas "(0.9, 0.98)" --lr 0.002 --lr-scheduler inverse_sqrt \
     --warmup-updates 50 --dropout 0.1 --batch-size "$batch" --max-update "$MAX_UPDATE" \
     --validate-interval-updates 100 --save-interval-updates 100 --keep-interval-updates 1 \

@@ -25,6 +25,7 @@ options:
   --seed N              (default 1)
   --cpu                 train on the CPU
   -h, --help            show this help
+TensorBoard logs go to SAVE_DIR/tensorboard; add \`-- --wandb-project NAME\` for Weights & Biases.
 EOF
 }
 
@@ -113,4 +114,5 @@ set -x
     --total-num-update "$updates" --warmup-updates "$warmup" --max-update "$updates" \
     --batch-size "$batch" --max-epoch "$epochs" --seed "$seed" \
     --save-dir "$save_dir" --no-epoch-checkpoints --no-last-checkpoints \
+    --tensorboard-logdir "$save_dir/tensorboard" \
     --num-workers 0 "${cpu[@]}" "${extra[@]}"

@@ -18,6 +18,11 @@
 #   --cpu                train on the CPU
 #   --precision P        auto (default: bf16 on a GPU that has it, fp16 on an older GPU, fp32
 #                        on the CPU), bf16, fp16 or fp32
+#   --tgt-lang LANG      the target language; by default the one prepare_report.json in --data
+#                        names (written by scripts/prepare-*.sh), so stock fairseq-preprocess
+#                        data without a report needs it
+# TensorBoard logs go to SAVE_DIR/tensorboard (tensorboard --logdir SAVE_DIR/tensorboard); add
+# `-- --wandb-project NAME` to log to Weights & Biases as well (pip install wandb).
 set -euo pipefail
 
 # The comment block above, without the source that follows it.
@@ -27,9 +32,9 @@ REPO="$(cd "$(dirname "$0")/.." && pwd)"
 if [[ -x "$REPO/.venv/bin/python" ]]; then BIN="$REPO/.venv/bin/"; else BIN=""; fi
 USER_DIR="$("${BIN}python" -c 'import fairseq_struct, os; print(os.path.dirname(fairseq_struct.__file__))' 2>/dev/null)"
 
-DATA="" SAVE_DIR="" PROFILE="paper" ARCH="" MAX_UPDATE="" LR="" GPUS=1 CPU=0 PRECISION="auto"
+DATA="" SAVE_DIR="" PROFILE="paper" ARCH="" MAX_UPDATE="" LR="" GPUS=1 CPU=0 PRECISION="auto" TGT_LANG=""
 while [[ $# -gt 0 ]]; do
-  if [[ "$1" =~ ^--(data|save-dir|profile|arch|max-update|lr|gpus|precision)$ && $# -lt 2 ]]; then
+  if [[ "$1" =~ ^--(data|save-dir|profile|arch|max-update|lr|gpus|precision|tgt-lang)$ && $# -lt 2 ]]; then
     echo "train-en-tr.sh: $1 needs a value" >&2; usage 2
   fi
   case "$1" in
@@ -42,6 +47,7 @@ while [[ $# -gt 0 ]]; do
     --gpus) GPUS="$2"; shift 2 ;;
     --cpu) CPU=1; shift ;;
     --precision) PRECISION="$2"; shift 2 ;;
+    --tgt-lang) TGT_LANG="$2"; shift 2 ;;
     -h|--help) usage 0 ;;
     --) shift; break ;;
     *) echo "train-en-tr.sh: unknown option '$1'" >&2; usage 2 ;;
@@ -49,6 +55,12 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -n "$DATA" && -n "$SAVE_DIR" ]] || { echo "train-en-tr.sh: --data and --save-dir are required" >&2; usage 2; }
 [[ -f "$DATA/dict.en.txt" ]] || { echo "train-en-tr.sh: $DATA has no dict.en.txt; run scripts/prepare-en-tr.sh first" >&2; exit 2; }
+if [[ -z "$TGT_LANG" ]]; then
+  REPORT="$DATA/prepare_report.json"
+  [[ -f "$REPORT" ]] || { echo "train-en-tr.sh: $REPORT is missing; pass --tgt-lang (or prepare the data with scripts/prepare-*.sh)" >&2; exit 2; }
+  TGT_LANG="$("${BIN}python" -c 'import json, sys; print(json.load(open(sys.argv[1], encoding="utf-8"))["target_lang"])' "$REPORT")"
+fi
+[[ -f "$DATA/dict.$TGT_LANG.txt" ]] || { echo "train-en-tr.sh: $DATA has no dict.$TGT_LANG.txt for target language '$TGT_LANG'" >&2; exit 2; }
 
 case "$PROFILE" in
   paper)
@@ -84,12 +96,12 @@ if [[ "$GPUS" -gt 1 ]]; then TRAIN=("${BIN}torchrun" --nproc_per_node "$GPUS" "$
 
 set -x
 "${TRAIN[@]}" "$DATA" \
-  --user-dir "$USER_DIR" --task translation_morph --source-lang en --target-lang "$(ls "$DATA"/dict.*.txt | grep -v dict.en.txt | head -1 | sed 's/.*dict\.\(.*\)\.txt/\1/')" \
+  --user-dir "$USER_DIR" --task translation_morph --source-lang en --target-lang "$TGT_LANG" \
   --share-all-embeddings \
   --optimizer adafactor --lr-scheduler inverse_sqrt \
   --dropout 0.1 \
   --criterion label_smoothed_cross_entropy --label-smoothing 0.1 \
   --eval-bleu --best-checkpoint-metric bleu --maximize-best-checkpoint-metric \
-  --save-dir "$SAVE_DIR" --no-epoch-checkpoints \
+  --save-dir "$SAVE_DIR" --no-epoch-checkpoints --tensorboard-logdir "$SAVE_DIR/tensorboard" \
   --log-format simple --log-interval 50 \
   "${PROFILE_ARGS[@]}" "$@"

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Dict, Iterable, Iterator, Optional, Tuple, Union
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.corpora.clean_corpus import atomic_outputs
 from fairseq_struct.corpora.download import DownloadError, download, record_or_verify_sha256
 from fairseq_struct.morph.corpus_io import CorpusError
@@ -292,7 +293,7 @@ def describe(corpora: Iterable[Corpus]) -> str:
 
 def main(argv: Optional[Iterable[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_struct.corpora.catalog",
+        prog=program_name("fairseq_struct.corpora.catalog"),
         description="Download, verify and extract the paper's public corpora.",
     )
     commands = parser.add_subparsers(dest="command", required=True)

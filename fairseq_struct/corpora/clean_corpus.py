@@ -33,7 +33,14 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-from fairseq_struct.morph.corpus_io import RESERVED_CHARACTERS, CorpusError, atomic_write_json
+from fairseq_struct.commands import program_name
+from fairseq_struct.morph.corpus_io import (
+    RESERVED_CHARACTERS,
+    CorpusError,
+    atomic_write_json,
+    count_lines,
+)
+from fairseq_struct.progress import StageProgress
 
 PathLike = Union[str, Path]
 
@@ -118,33 +125,36 @@ def clean_parallel(
     examples: Dict[str, List[int]] = {reason: [] for reason in REASONS}
     seen = set()
     read = kept = 0
-    with open(source_path, "rb") as source_file, open(target_path, "rb") as target_file:
-        with atomic_outputs([out_source, out_target]) as (source_out, target_out):
-            for number, (raw_source, raw_target) in enumerate(
-                _aligned(source_file, target_file, source_path, target_path), start=1
-            ):
-                read += 1
-                try:
-                    source = normalize_whitespace(raw_source.decode("utf-8"))
-                    target = normalize_whitespace(raw_target.decode("utf-8"))
-                    reason = removal_reason(source, target, min_tokens, max_tokens, ratio)
-                except UnicodeDecodeError:
-                    reason = "invalid UTF-8"
-                if reason is None and dedup:
-                    digest = hashlib.blake2b(
-                        f"{source}\n{target}".encode(), digest_size=16
-                    ).digest()
-                    if digest in seen:
-                        reason = "duplicate pair"
-                    seen.add(digest)
-                if reason is not None:
-                    removed[reason] += 1
-                    if len(examples[reason]) < LISTED_PER_REASON:
-                        examples[reason].append(number)
-                    continue
-                source_out.write(source + "\n")
-                target_out.write(target + "\n")
-                kept += 1
+    total = count_lines(source_path)  # a fast block count, for the progress bar's ETA
+    with ExitStack() as stack:
+        source_file = stack.enter_context(open(source_path, "rb"))
+        target_file = stack.enter_context(open(target_path, "rb"))
+        source_out, target_out = stack.enter_context(atomic_outputs([out_source, out_target]))
+        progress = stack.enter_context(StageProgress("cleaning", total=total, unit="pairs"))
+        for number, (raw_source, raw_target) in enumerate(
+            _aligned(source_file, target_file, source_path, target_path), start=1
+        ):
+            read += 1
+            progress.update()
+            try:
+                source = normalize_whitespace(raw_source.decode("utf-8"))
+                target = normalize_whitespace(raw_target.decode("utf-8"))
+                reason = removal_reason(source, target, min_tokens, max_tokens, ratio)
+            except UnicodeDecodeError:
+                reason = "invalid UTF-8"
+            if reason is None and dedup:
+                digest = hashlib.blake2b(f"{source}\n{target}".encode(), digest_size=16).digest()
+                if digest in seen:
+                    reason = "duplicate pair"
+                seen.add(digest)
+            if reason is not None:
+                removed[reason] += 1
+                if len(examples[reason]) < LISTED_PER_REASON:
+                    examples[reason].append(number)
+                continue
+            source_out.write(source + "\n")
+            target_out.write(target + "\n")
+            kept += 1
     return {
         "source": str(source_path),
         "target": str(target_path),
@@ -179,7 +189,7 @@ def language_of(path: PathLike) -> str:
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_struct.corpora.clean_corpus",
+        prog=program_name("fairseq_struct.corpora.clean_corpus"),
         description="Remove empty, too short, too long and badly proportioned sentence pairs "
         "(Moses clean-corpus-n), optionally exact duplicates, with a JSON report.",
     )

@@ -22,11 +22,13 @@ from pathlib import Path
 from typing import Callable, Optional, Union
 
 from fairseq_struct.morph.corpus_io import atomic_write_bytes
+from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger(__name__)
 
 PathLike = Union[str, Path]
 CHUNK_BYTES = 1 << 20
+PROGRESS_LOG_BYTES = 100 << 20  # a log line every 100 MiB where no bar is shown
 _PERMANENT = {400, 401, 403, 404, 405, 410}
 
 
@@ -136,9 +138,15 @@ def _fetch_into(url: str, part: Path, size: Optional[int], timeout_seconds: floa
         if have and not resumed:
             logger.info("%s: the server ignored the range request; starting again", url)
         expected_total = _content_length(response)
-        with open(part, "ab" if resumed else "wb") as file:
+        with open(part, "ab" if resumed else "wb") as file, StageProgress(
+            f"downloading {part.name.removesuffix('.part')}",
+            total=expected_total,
+            unit="bytes",
+            log_every=PROGRESS_LOG_BYTES,
+        ) as progress:
             for chunk in iter(lambda: response.read(CHUNK_BYTES), b""):
                 file.write(chunk)
+                progress.update(len(chunk))
     got = part.stat().st_size - (have if resumed else 0)
     if expected_total is not None and got < expected_total:
         # A connection cut midway ends the body early without an exception.

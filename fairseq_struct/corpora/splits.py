@@ -30,8 +30,10 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.corpora.clean_corpus import atomic_outputs, language_of
-from fairseq_struct.morph.corpus_io import CorpusError, atomic_write_json
+from fairseq_struct.morph.corpus_io import CorpusError, atomic_write_json, count_lines
+from fairseq_struct.progress import StageProgress
 
 PathLike = Union[str, Path]
 PARTS = ("train", "valid", "test")
@@ -129,16 +131,6 @@ def assign_parts(
     return labels
 
 
-def count_lines(path: PathLike) -> int:
-    """Lines in a file, counting a last line that has no newline."""
-    lines, last = 0, b"\n"
-    with open(path, "rb") as file:
-        for chunk in iter(lambda: file.read(1 << 20), b""):
-            lines += chunk.count(b"\n")
-            last = chunk[-1:]
-    return lines + (last != b"\n")
-
-
 def write_splits(
     source_path: PathLike,
     target_path: PathLike,
@@ -170,13 +162,17 @@ def write_splits(
             columns = np.stack(list(labels.values()), axis=1)
             pairs = zip(source_file, target_file)
             # Labels as Python lists a block at a time: indexing numpy per line is slow.
-            for start in range(0, corpus_pairs, _BLOCK):
-                for row, (source, target) in zip(columns[start : start + _BLOCK].tolist(), pairs):
-                    source, target = source.rstrip(b"\r\n") + b"\n", target.rstrip(b"\r\n") + b"\n"
-                    for subset, part in enumerate(row):
-                        if part != _NOT_IN_SUBSET:
-                            files[6 * subset + 2 * part].write(source)
-                            files[6 * subset + 2 * part + 1].write(target)
+            with StageProgress("splitting", total=corpus_pairs, unit="pairs") as progress:
+                for start in range(0, corpus_pairs, _BLOCK):
+                    block = columns[start : start + _BLOCK].tolist()
+                    for row, (source, target) in zip(block, pairs):
+                        source = source.rstrip(b"\r\n") + b"\n"
+                        target = target.rstrip(b"\r\n") + b"\n"
+                        for subset, part in enumerate(row):
+                            if part != _NOT_IN_SUBSET:
+                                files[6 * subset + 2 * part].write(source)
+                                files[6 * subset + 2 * part + 1].write(target)
+                    progress.update(len(block))
     report = {
         "source": str(source_path),
         "target": str(target_path),
@@ -194,7 +190,7 @@ def write_splits(
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_struct.corpora.splits",
+        prog=program_name("fairseq_struct.corpora.splits"),
         description="Seeded, nested random subsets of a parallel corpus, each with train, valid "
         "and test parts (the paper's OpenSubtitles 1.4m/5m/36m).",
     )

@@ -35,6 +35,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 from tabulate import tabulate
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
 CONFIDENCE_LEVEL = 0.95  # α = 0.05, seed 000's appendix
@@ -318,7 +319,7 @@ def result_to_json(result: ASOResult) -> Dict[str, Any]:
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_struct.eval.almost_stochastic_order",
+        prog=program_name("fairseq_struct.eval.almost_stochastic_order"),
         description="Almost Stochastic Order (Dror et al. 2019, deepsig) between two systems' "
         "scores over several seeds: ε_min at α = 0.05 in both directions and a verdict.",
     )

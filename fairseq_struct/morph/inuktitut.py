@@ -37,6 +37,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 from fairseq_struct.morph.corpus_io import atomic_write_lines
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY
+from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +70,21 @@ def _import_morfessor() -> Any:
     # more time than the training itself.
     logging.getLogger("morfessor").setLevel(logging.INFO)
     return morfessor
+
+
+class _EpochProgress:
+    """Called by Morfessor's batch training with the word types of each epoch, in order."""
+
+    def __init__(self) -> None:
+        self.epoch = 0
+
+    def __call__(self, compounds: Sequence[str]) -> Iterator[str]:
+        self.epoch += 1
+        stage = f"Morfessor training, epoch {self.epoch}"
+        with StageProgress(stage, total=len(compounds), unit="word types") as progress:
+            for compound in compounds:
+                yield compound
+                progress.update()
 
 
 def _is_letter(char: str) -> bool:
@@ -162,9 +178,14 @@ class InuktitutSegmenter:
         )
         state = random.getstate()
         random.seed(seed)
+        # Morfessor's own per-epoch progress hook (a bar of dots, off in _import_morfessor) is
+        # replaced by ours for the duration of training: word types done, rate and ETA per epoch.
+        baseline, stock_progress = self.morfessor.baseline, self.morfessor.baseline._progress
+        baseline._progress = _EpochProgress()
         try:
             epochs, cost = model.train_batch(max_epochs=max_epochs)
         finally:
+            baseline._progress = stock_progress
             random.setstate(state)
         logger.info(
             "Morfessor: %d word types, %d epochs, cost %.1f, %d morph types",

@@ -1,6 +1,7 @@
 """Moses clean-corpus-n semantics, the removal report and atomic output."""
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,10 @@ def test_cli_writes_outputs_named_by_language_and_a_json_report(tmp_path: Path, 
     assert report["removed"]["too long"] == 3  # lines 3, 4 and 5
     assert Path(f"{prefix}.en").read_text().splitlines() == ["Hello world ."] * 2 + ["spaced out"]
     assert "kept 3 of 8 pairs" in capsys.readouterr().out
+
+
+def test_progress_is_reported_in_pairs_with_the_total(tmp_path: Path, caplog):
+    caplog.set_level(logging.INFO, logger="fairseq_struct.progress")
+    source, target = write_pairs(tmp_path, PAIRS)
+    clean_parallel(source, target, tmp_path / "out.en", tmp_path / "out.tr")
+    assert [m for m in caplog.messages if m.startswith("cleaning: 8/8 pairs, ")], caplog.messages

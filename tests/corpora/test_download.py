@@ -4,6 +4,7 @@ Range requests and can cut a connection midway."""
 import hashlib
 import http.server
 import io
+import logging
 import tarfile
 import threading
 import zipfile
@@ -252,3 +253,11 @@ def test_registry_names_the_papers_corpora_with_sacrebleu_checksums():
     assert wmt.splits == ("valid", "test")
     assert all(member.archive.md5 for member in wmt.members)
     assert CORPORA["hansard-en-iu"].members[0].archive.landing_page
+
+
+def test_progress_is_reported_in_bytes_with_the_total(server, tmp_path: Path, caplog):
+    caplog.set_level(logging.INFO, logger="fairseq_struct.progress")
+    RangeHandler.files["/p.zip"] = PAYLOAD
+    download(f"{server}/p.zip", tmp_path / "p.zip", size=len(PAYLOAD))
+    expected = f"downloading p.zip: {len(PAYLOAD):,}/{len(PAYLOAD):,} bytes, "
+    assert [m for m in caplog.messages if m.startswith(expected)], caplog.messages

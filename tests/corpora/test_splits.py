@@ -1,6 +1,7 @@
 """Seeded, nested subsets with train/valid/test parts (the paper's OpenSubtitles splits)."""
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -76,3 +77,13 @@ def test_cli_writes_aligned_files_per_subset_and_a_report(tmp_path: Path):
         assert set((out / "few" / f"{part}.en").read_text().splitlines()) <= set(en)
         seen += en
     assert sorted(seen) == sorted(f"en {i}" for i in range(200))
+
+
+def test_progress_is_reported_in_pairs_with_the_total(tmp_path: Path, caplog):
+    caplog.set_level(logging.INFO, logger="fairseq_struct.progress")
+    source, target = tmp_path / "c.en", tmp_path / "c.tr"
+    source.write_text("".join(f"en {i}\n" for i in range(30)), encoding="utf-8")
+    target.write_text("".join(f"tr {i}\n" for i in range(30)), encoding="utf-8")
+    argv = ["--src", str(source), "--tgt", str(target), "--out-dir", str(tmp_path / "out")]
+    assert main(argv + ["--subset", "all=rest,3,3"]) == 0
+    assert [m for m in caplog.messages if m.startswith("splitting: 30/30 pairs, ")], caplog.messages

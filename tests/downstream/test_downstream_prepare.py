@@ -49,7 +49,7 @@ def test_ner_labels_align_with_tokens_and_new_words_extend_the_words_dictionary(
     assert report["tokens_are_words"] is True
     tokens_dict, tokens = _items(out, "input0", "train")
     labels_dict, labels = _items(out, "labels", "train")
-    assert [len(t) for t in tokens] == [len(l) for l in labels]
+    assert [len(t) for t in tokens] == [len(row) for row in labels]
     first = [tokens_dict[i] for i in tokens[0]]
     assert first == ["<s>", "Öğretmen", "Büyükköyzz", "'", "de", "uyudu", ".", "</s>"]
     assert [labels_dict[i] for i in labels[0]] == [

@@ -1,6 +1,7 @@
 """InuktitutSegmenter: Morfessor Baseline morphs cut from the original characters (SPEC 3)."""
 
 import json
+import logging
 import random
 
 import pytest
@@ -225,3 +226,17 @@ def test_script_runs_prepare_and_fairseq_preprocess_for_inuktitut(tmp_path, samp
     )  # fmt: skip
     for name in ("morfessor.iu.segm", "spm.model", "dict.iu.txt", "test.en-iu.iu.bin"):
         assert (out / name).exists(), name
+
+
+def test_training_reports_progress_per_epoch_and_restores_morfessors_hook(caplog):
+    import morfessor
+
+    caplog.set_level(logging.INFO, logger="fairseq_struct.progress")
+    stock_hook = morfessor.baseline._progress
+    InuktitutSegmenter().train(ROMANIZED)
+    word_types = len(set(" ".join(ROMANIZED).split()))
+    epochs = [m for m in caplog.messages if m.startswith("Morfessor training, epoch ")]
+    assert epochs and epochs[0].startswith(
+        f"Morfessor training, epoch 1: {word_types}/{word_types} word types, "
+    )
+    assert morfessor.baseline._progress is stock_hook

@@ -2,6 +2,7 @@
 or an unknown argument is an error message with exit status 2 (issue 14), never bash's
 "unbound variable" and never a run: the demos used to start on `--help`."""
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -44,6 +45,7 @@ def test_help_prints_the_usage_only_and_runs_nothing(tmp_path, script):
     [
         ("train-en-tr.sh", "--data"),
         ("train-en-tr.sh", "--precision"),
+        ("train-en-tr.sh", "--tgt-lang"),
         ("recipe-transfer-en-tr.sh", "--size"),
         ("prepare-parallel.sh", "--chunk-lines"),
         ("prepare-mlm.sh", "--workers"),
@@ -64,3 +66,41 @@ def test_the_demos_refuse_arguments_instead_of_running(tmp_path, script):
     result = _run(script, "--max-update", cwd=tmp_path)
     assert result.returncode == 2
     assert "unknown argument '--max-update'" in result.stderr
+
+
+def _data_dir(tmp_path: Path, languages, report_target=None) -> Path:
+    data = tmp_path / "data-bin"
+    data.mkdir()
+    for language in languages:
+        (data / f"dict.{language}.txt").write_text("a 1\n", encoding="utf-8")
+    if report_target is not None:
+        report = {"source_lang": "en", "target_lang": report_target}
+        (data / "prepare_report.json").write_text(json.dumps(report), encoding="utf-8")
+    return data
+
+
+def test_train_takes_the_target_language_from_the_report(tmp_path):
+    # `ls dict.*` would have picked iu, the first dictionary after en; the report says tr.
+    data = _data_dir(tmp_path, ["en", "iu", "tr"], report_target="tr")
+    result = _run("train-en-tr.sh", "--data", str(data), "--save-dir", "ck", "--cpu", cwd=tmp_path)
+    # The traced fairseq-train command (set -x) names the language; the run itself then stops
+    # on the missing binarized data.
+    command = [line for line in result.stderr.splitlines() if "fairseq-train" in line][0]
+    assert "--target-lang tr " in command
+    assert "--tensorboard-logdir ck/tensorboard" in command
+    assert result.returncode != 0
+
+
+def test_train_without_a_report_asks_for_the_target_language(tmp_path):
+    data = _data_dir(tmp_path, ["en", "tr"])
+    result = _run("train-en-tr.sh", "--data", str(data), "--save-dir", "ck", cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{data}/prepare_report.json is missing; pass --tgt-lang" in result.stderr
+    assert not (tmp_path / "ck").exists()
+
+
+def test_train_refuses_a_target_language_without_a_dictionary(tmp_path):
+    data = _data_dir(tmp_path, ["en", "tr"], report_target="iu")
+    result = _run("train-en-tr.sh", "--data", str(data), "--save-dir", "ck", cwd=tmp_path)
+    assert result.returncode == 2
+    assert f"{data} has no dict.iu.txt for target language 'iu'" in result.stderr

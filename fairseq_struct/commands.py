@@ -1,0 +1,65 @@
+"""The console scripts that `pip install` puts on PATH, one for each command line of the package.
+
+`fairseq-struct-prepare ...` runs the same `main` as `python -m fairseq_struct.morph.prepare ...`,
+with the project's logging set first (`fixes.cli_logging`). The module is imported only when its
+command runs, so each command loads what it needs and no more. setup.py's `console_scripts`
+lists every name of `COMMANDS`; tests/test_console_scripts.py checks the two agree.
+"""
+
+import importlib
+import os
+import sys
+from typing import Callable, Dict
+
+from fairseq_struct.fixes.cli_logging import configure_logging
+
+# console script name -> module whose `main(argv=None)` it runs
+COMMANDS: Dict[str, str] = {
+    "fairseq-struct-prepare": "fairseq_struct.morph.prepare",
+    "fairseq-struct-prepare-mlm": "fairseq_struct.masked_lm.prepare",
+    "fairseq-struct-prepare-downstream": "fairseq_struct.downstream.prepare",
+    "fairseq-struct-predict": "fairseq_struct.downstream.predict",
+    "fairseq-struct-encoder-options": "fairseq_struct.downstream.encoder_options",
+    "fairseq-struct-seeds": "fairseq_struct.downstream.seeds",
+    "fairseq-struct-finetune-summary": "fairseq_struct.downstream.demo_summary",
+    "fairseq-struct-corpora": "fairseq_struct.corpora.catalog",
+    "fairseq-struct-clean-corpus": "fairseq_struct.corpora.clean_corpus",
+    "fairseq-struct-splits": "fairseq_struct.corpora.splits",
+    "fairseq-struct-demo-corpus": "fairseq_struct.demo_data.synthetic_en_tr",
+    "fairseq-struct-demo-labelled": "fairseq_struct.demo_data.synthetic_labelled_tr",
+    "fairseq-struct-score": "fairseq_struct.eval.score",
+    "fairseq-struct-generate-output": "fairseq_struct.eval.generate_output",
+    "fairseq-struct-density-buckets": "fairseq_struct.eval.density_buckets",
+    "fairseq-struct-corpus-stats": "fairseq_struct.eval.corpus_stats",
+    "fairseq-struct-complexity": "fairseq_struct.eval.complexity",
+    "fairseq-struct-aso": "fairseq_struct.eval.almost_stochastic_order",
+    "fairseq-struct-probes": "fairseq_struct.eval.probes",
+    "fairseq-struct-mlm-summary": "fairseq_struct.eval.masked_lm_summary",
+    "fairseq-struct-zemberek-coverage": "fairseq_struct.eval.zemberek_coverage",
+}
+
+
+def program_name(module: str) -> str:
+    """What a usage line calls the running command: its console script, or `python -m module`."""
+    invoked = os.path.basename(sys.argv[0])
+    return invoked if invoked in COMMANDS else f"python -m {module}"
+
+
+def entry_point_name(command: str) -> str:
+    """The attribute of this module that `command`'s console script calls."""
+    return command.removeprefix("fairseq-struct-").replace("-", "_")
+
+
+def _command(module_name: str) -> Callable[[], int]:
+    def run() -> int:
+        configure_logging()
+        status = importlib.import_module(module_name).main()
+        return status if isinstance(status, int) else 0  # some mains return their result
+
+    run.__doc__ = f"python -m {module_name}"
+    return run
+
+
+# One function per command, named by `entry_point_name`, for setup.py's entry points.
+for _name, _module in COMMANDS.items():
+    globals()[entry_point_name(_name)] = _command(_module)
