@@ -67,6 +67,6 @@ setup(
     # The probe files of seed 001 ship with the package (python -m fairseq_struct.eval.probes).
     package_data={"fairseq_struct.eval": ["probes_*.txt"]},
     install_requires=pinned(DIRECT_DEPENDENCIES),
-    extras_require={"test": pinned(("pytest",))},
+    extras_require={"test": pinned(("pytest",)), "hf": pinned(("transformers", "safetensors"))},
     entry_points={"console_scripts": console_scripts()},
 )

@@ -36,6 +36,7 @@ COMMANDS: Dict[str, str] = {
     "fairseq-struct-probes": "fairseq_struct.eval.probes",
     "fairseq-struct-mlm-summary": "fairseq_struct.eval.masked_lm_summary",
     "fairseq-struct-zemberek-coverage": "fairseq_struct.eval.zemberek_coverage",
+    "fairseq-struct-export-hf": "fairseq_struct.export.hf",
 }
 
 

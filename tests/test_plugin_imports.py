@@ -29,6 +29,8 @@ PREPARATION_ONLY = (
     "fairseq_struct.demo_data",
     "fairseq_struct.masked_lm",  # the masked-LM preparation command line
     "fairseq_struct.testing",
+    "fairseq_struct.export",  # the Hugging Face export and the optional transformers
+    "transformers",
     "sqlite3",
     "zemberek",
     "sentencepiece",
