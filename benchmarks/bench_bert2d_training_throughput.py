@@ -31,13 +31,19 @@ import os
 import statistics
 import sys
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from fairseq.data import Dictionary
-from interleaved_timing import add_repetition_arguments, timed
+from interleaved_timing import (
+    add_repetition_arguments,
+    cpu_time_ratio,
+    run_in_turns,
+    set_up,
+    warm_up,
+)
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
@@ -291,25 +297,44 @@ class Side:
         return self.units_per_step[unit] / statistics.median(self.seconds)
 
 
+def build_side(
+    label: str,
+    arch: str,
+    dictionary: Dictionary,
+    overrides: Dict[str, object],
+    net_input: Dict[str, Tensor],
+    target: Tensor,
+    units: Dict[str, int],
+    args: argparse.Namespace,
+    device: torch.device,
+) -> Side:
+    """One side of the comparison: `arch` built with `overrides` (--seed), on `device` in train
+    mode, and its training step (AdamW, --lr) on the batch."""
+    model = build_model_from_arch(arch, dictionary, seed=args.seed, **overrides)
+    model = model.to(device).train()
+    step = make_training_step(
+        model, build_optimizer(model, args.lr), net_input, target, dictionary.pad()
+    )
+    masked = int(target.ne(dictionary.pad()).sum())
+    side = Side(label, arch, model, step, units, [], [], masked, len(dictionary))
+    logger.info("%s: %s, %d parameters, %s", label, arch, side.params, model_dimensions(model))
+    return side
+
+
 def run_interleaved(
     sides: Sequence[Side], warmup_steps: int, steps: int, repeats: int, device: torch.device
 ) -> None:
-    for side in sides:
-        logger.info("warm-up %s (%d steps)", side.label, warmup_steps)
-        timed(side.step, warmup_steps, device)
-    for repeat in range(repeats):
-        for side in sides:
-            seconds, cpu_seconds = timed(side.step, steps, device)
-            side.seconds.append(seconds / steps)
-            side.cpu_seconds.append(cpu_seconds / steps)
-            logger.info("repeat %d %s: %.2f s/step", repeat, side.label, side.seconds[-1])
+    by_label = {side.label: side for side in sides}
 
+    def record(label: str, seconds: float, cpu_seconds: float) -> str:
+        side = by_label[label]
+        side.seconds.append(seconds / steps)
+        side.cpu_seconds.append(cpu_seconds / steps)
+        return f"{side.seconds[-1]:.2f} s/step"
 
-def cpu_time_ratio(a: Side, b: Side, device: torch.device) -> Optional[float]:
-    """rate_a / rate_b from process CPU time (leaves out time other processes took)."""
-    if device.type != "cpu":
-        return None
-    return round(statistics.median(b.cpu_seconds) / statistics.median(a.cpu_seconds), 4)
+    side_steps = {side.label: side.step for side in sides}
+    warm_up(side_steps, warmup_steps, device, logger)
+    run_in_turns(side_steps, steps, repeats, device, record, logger)
 
 
 def load_average() -> List[float]:
@@ -345,10 +370,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 
 def main(argv: List[str]) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = set_up(args)
 
     text = turkish_like_text(
         args.piece_vocab_size, args.word_vocab_size, args.batch_size, args.seq_len - 2, args.seed
@@ -376,14 +399,11 @@ def main(argv: List[str]) -> int:
             net_input["word_starts"] = word_starts
         else:  # fairseq's roberta asks a task for its positions without this; bert2d_base: 512
             arch_overrides["max_positions"] = 512
-        model = build_model_from_arch(arch, dictionary, seed=args.seed, **arch_overrides)
-        model = model.to(device).train()
-        step = make_training_step(
-            model, build_optimizer(model, args.lr), net_input, target, dictionary.pad()
+        sides.append(
+            build_side(
+                label, arch, dictionary, arch_overrides, net_input, target, units, args, device
+            )
         )
-        side = Side(label, arch, model, step, units, [], [])
-        logger.info("%s: %s, %d parameters, %s", label, arch, side.params, model_dimensions(model))
-        sides.append(side)
     a, b = sides
     run_interleaved(sides, args.warmup_steps, args.steps, args.repeats, device)
 
@@ -419,7 +439,7 @@ def main(argv: List[str]) -> int:
         "tokens_per_s_a": round(a.rate("tokens"), 2),
         "tokens_per_s_b": round(b.rate("tokens"), 2),
         "ratio": round(ratio, 4),
-        "ratio_cpu_time": cpu_time_ratio(a, b, device),
+        "ratio_cpu_time": cpu_time_ratio(a.cpu_seconds, b.cpu_seconds, device),
         "target": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO,
         "load_average": load_average(),

@@ -38,13 +38,10 @@ import numpy as np
 import torch
 from bench_bert2d_training_throughput import (
     MASK_SYMBOL,
-    Side,
     TurkishLikeText,
     add_common_args,
-    build_optimizer,
-    cpu_time_ratio,
+    build_side,
     load_average,
-    make_training_step,
     model_dimensions,
     piece_rows,
     replacement_ids,
@@ -52,12 +49,12 @@ from bench_bert2d_training_throughput import (
     size_overrides,
     turkish_like_text,
 )
+from interleaved_timing import cpu_time_ratio, set_up
 from torch import Tensor
 
 import fairseq_struct  # noqa: F401  (registers the models)
 from fairseq_struct.datasets.masking import MaskingOptions, mask_tokens
 from fairseq_struct.pieces.word_boundaries import special_symbol_lookup, word_start_lookup
-from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 logger = logging.getLogger("bench_bert_elmo_training_throughput")
 
@@ -154,10 +151,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 
 def main(argv: List[str]) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = set_up(args)
 
     text = turkish_like_text(
         args.piece_vocab_size, args.word_vocab_size, args.batch_size, args.seq_len - 2, args.seed
@@ -208,16 +203,13 @@ def main(argv: List[str]) -> int:
             net_input["word_starts"] = word_starts.to(device)  # as the task passes them
         else:  # fairseq's roberta asks a task for its positions without this
             arch_overrides["max_positions"] = 512
-        model = build_model_from_arch(arch, dictionary, seed=args.seed, **arch_overrides)
-        model = model.to(device).train()
-        step = make_training_step(
-            model, build_optimizer(model, args.lr), net_input, target.to(device), dictionary.pad()
-        )
         units = {"words": num_words, "tokens": int(tokens.ne(dictionary.pad()).sum())}
-        masked = int(target.ne(dictionary.pad()).sum())
-        side = Side(label, arch, model, step, units, [], [], masked, len(dictionary))
-        logger.info("%s: %s, %d parameters, %s", label, arch, side.params, model_dimensions(model))
-        sides.append(side)
+        target = target.to(device)
+        sides.append(
+            build_side(
+                label, arch, dictionary, arch_overrides, net_input, target, units, args, device
+            )
+        )
     a, b = sides
     run_interleaved(sides, args.warmup_steps, args.steps, args.repeats, device)
 
@@ -258,7 +250,7 @@ def main(argv: List[str]) -> int:
         "tokens_per_s_b": round(b.rate("tokens"), 2),
         "ratio": round(ratio, 4),
         "ratio_tokens": round(a.rate("tokens") / b.rate("tokens"), 4),
-        "ratio_cpu_time": cpu_time_ratio(a, b, device),
+        "ratio_cpu_time": cpu_time_ratio(a.cpu_seconds, b.cpu_seconds, device),
         "target": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO,
         "load_average": load_average(),

@@ -76,7 +76,7 @@ from fairseq.dataclass.configs import FairseqConfig
 from fairseq.modules import MultiheadAttention
 from fairseq.optim.adam import FairseqAdamConfig
 from fairseq.sequence_generator import SequenceGenerator
-from interleaved_timing import add_repetition_arguments
+from interleaved_timing import add_repetition_arguments, set_up
 from model_flops import (
     EncoderDims,
     Seq2SeqDims,
@@ -743,10 +743,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 
 def main(argv: List[str]) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = set_up(args)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda: torch sees no CUDA device")
     sizes = TINY if args.tiny else BASE

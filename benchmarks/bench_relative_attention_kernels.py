@@ -47,7 +47,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.nn.functional as F
 from bench_whole_word_attention import peak_memory_bytes
-from interleaved_timing import add_repetition_arguments, synchronize, timed
+from interleaved_timing import add_repetition_arguments, set_up, synchronize, timed
 from torch import Tensor
 from torch.nn.attention.flex_attention import AuxRequest, create_block_mask, flex_attention
 
@@ -486,15 +486,11 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 
 def main(argv: List[str]) -> int:
-    # force: importing fairseq (via bench_whole_word_attention) already set the root to DEBUG.
-    logging.basicConfig(
-        stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s", force=True
-    )
     # A flex_attention that runs eagerly (scores materialised) would make the figures wrong.
     warnings.filterwarnings("error", message="flex_attention called without torch.compile")
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    # force: importing fairseq (via bench_whole_word_attention) already set the root to DEBUG.
+    device = set_up(args, force_logging=True)
     for length in args.lengths:
         print(json.dumps(benchmark_length(args, length, device)), flush=True)
     return 0

@@ -19,14 +19,13 @@ import json
 import logging
 import statistics
 import sys
-import time
-from typing import Dict, List, Tuple
+from typing import Any, Callable, Dict, List
 
 import torch
 from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
-from interleaved_timing import add_threads_argument, synchronize
-from torch import Tensor, nn
+from interleaved_timing import add_threads_argument, cpu_time_ratio, run_in_turns, set_up, warm_up
+from torch import Tensor
 
 import fairseq_struct  # noqa: F401  (registers the models)
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
@@ -34,10 +33,6 @@ from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined
 logger = logging.getLogger("bench_tp_generation_speed")
 
 TARGET_RATIO = 0.9
-
-
-def build_model(arch: str, dictionary: Dictionary, seed: int) -> nn.Module:
-    return build_model_from_arch(arch, dictionary, seed=seed)
 
 
 def source_batch(
@@ -79,10 +74,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 
 def main(argv: List[str]) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = set_up(args)
 
     dictionary = joined_dictionary(args.vocab_size)
     sample = source_batch(dictionary, args.batch_size, args.src_len, args.seed)
@@ -90,7 +83,7 @@ def main(argv: List[str]) -> int:
 
     sides = {}
     for label, arch in (("tp", args.arch_tp), ("stock", args.arch_stock)):
-        model = build_model(arch, dictionary, args.seed).to(device).eval()
+        model = build_model_from_arch(arch, dictionary, seed=args.seed).to(device).eval()
         generator = SequenceGenerator(
             [model],
             dictionary,
@@ -109,35 +102,24 @@ def main(argv: List[str]) -> int:
             "cpu_seconds": [],
         }
 
-    def translate(side: Dict) -> Tuple[float, float]:
-        """Sentences per second (wall clock) and process CPU seconds of one batch."""
-        synchronize(device)
-        start, start_cpu = time.perf_counter(), time.process_time()
-        hypotheses = side["generator"].forward(sample)
-        synchronize(device)
-        seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
-        check_lengths(hypotheses, args.steps, side["arch"])
-        return args.batch_size / seconds, cpu_seconds
+    def translate(side: Dict[str, Any]) -> Callable[[], None]:
+        """One batch and the check of its lengths (timed with it, as in bench_gpu_training:
+        microseconds against a beam search)."""
+        return lambda: check_lengths(side["generator"].forward(sample), args.steps, side["arch"])
 
-    for label, side in sides.items():
-        logger.info("warm-up %s (%d batches)", label, args.warmup)
-        for _ in range(args.warmup):
-            translate(side)
-    for repeat in range(args.repeats):
-        for label, side in sides.items():
-            rate, cpu_seconds = translate(side)
-            side["rates"].append(rate)
-            side["cpu_seconds"].append(cpu_seconds)
-            logger.info("repeat %d %s: %.2f sentences/s", repeat, label, side["rates"][-1])
+    def record(label: str, seconds: float, cpu_seconds: float) -> str:
+        side = sides[label]
+        side["rates"].append(args.batch_size / seconds)
+        side["cpu_seconds"].append(cpu_seconds)
+        return f"{side['rates'][-1]:.2f} sentences/s"
+
+    steps = {label: translate(side) for label, side in sides.items()}
+    warm_up(steps, args.warmup, device, logger, unit="batches")
+    run_in_turns(steps, 1, args.repeats, device, record, logger)
 
     rate_tp = statistics.median(sides["tp"]["rates"])
     rate_stock = statistics.median(sides["stock"]["rates"])
     ratio = rate_tp / rate_stock
-    # Time taken from this process by other processes counts in wall-clock time but not in CPU
-    # time: on a busy CPU-only machine the CPU-time ratio shows what the code itself costs.
-    ratio_cpu_time = statistics.median(sides["stock"]["cpu_seconds"]) / statistics.median(
-        sides["tp"]["cpu_seconds"]
-    )
     result = {
         "benchmark": "tp_generation_speed",
         "device": str(device),
@@ -159,7 +141,9 @@ def main(argv: List[str]) -> int:
         "sentences_per_s_tp": round(rate_tp, 3),
         "sentences_per_s_stock": round(rate_stock, 3),
         "ratio": round(ratio, 4),
-        "ratio_cpu_time": round(ratio_cpu_time, 4) if device.type == "cpu" else None,
+        "ratio_cpu_time": cpu_time_ratio(
+            sides["tp"]["cpu_seconds"], sides["stock"]["cpu_seconds"], device
+        ),
         "target": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO,
     }

@@ -23,7 +23,13 @@ import torch
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 from fairseq.data import Dictionary
 from fairseq.optim.adafactor import Adafactor
-from interleaved_timing import add_repetition_arguments, timed
+from interleaved_timing import (
+    add_repetition_arguments,
+    cpu_time_ratio,
+    run_in_turns,
+    set_up,
+    warm_up,
+)
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
@@ -32,10 +38,6 @@ from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined
 logger = logging.getLogger("bench_tp_training_throughput")
 
 TARGET_RATIO = 0.9
-
-
-def build_model(arch: str, dictionary: Dictionary, seed: int) -> nn.Module:
-    return build_model_from_arch(arch, dictionary, seed=seed)
 
 
 def synthetic_batch(
@@ -111,10 +113,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 
 def main(argv: List[str]) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = set_up(args)
 
     dictionary = joined_dictionary(args.vocab_size)
     batch = synthetic_batch(dictionary, args.batch_size, args.src_len, args.tgt_len, args.seed)
@@ -123,7 +123,7 @@ def main(argv: List[str]) -> int:
 
     sides = {}
     for label, arch in (("a", args.arch_a), ("b", args.arch_b)):
-        model = build_model(arch, dictionary, args.seed).to(device).train()
+        model = build_model_from_arch(arch, dictionary, seed=args.seed).to(device).train()
         optimizer = build_optimizer(args.optimizer, model, args.lr)
         step = make_training_step(model, optimizer, batch, args.label_smoothing, dictionary.pad())
         params = sum(p.numel() for p in model.parameters())
@@ -136,24 +136,19 @@ def main(argv: List[str]) -> int:
             "cpu_seconds": [],
         }
 
-    for label, side in sides.items():
-        logger.info("warm-up %s (%d steps)", label, args.warmup_steps)
-        timed(side["step"], args.warmup_steps, device)
-    for repeat in range(args.repeats):
-        for label, side in sides.items():
-            seconds, cpu_seconds = timed(side["step"], args.steps, device)
-            side["words_per_s"].append(args.steps * target_words / seconds)
-            side["cpu_seconds"].append(cpu_seconds)
-            logger.info("repeat %d %s: %.1f words/s", repeat, label, side["words_per_s"][-1])
+    def record(label: str, seconds: float, cpu_seconds: float) -> str:
+        side = sides[label]
+        side["words_per_s"].append(args.steps * target_words / seconds)
+        side["cpu_seconds"].append(cpu_seconds)
+        return f"{side['words_per_s'][-1]:.1f} words/s"
+
+    steps = {label: side["step"] for label, side in sides.items()}
+    warm_up(steps, args.warmup_steps, device, logger)
+    run_in_turns(steps, args.steps, args.repeats, device, record, logger)
 
     words_per_s_a = statistics.median(sides["a"]["words_per_s"])
     words_per_s_b = statistics.median(sides["b"]["words_per_s"])
     ratio = words_per_s_a / words_per_s_b
-    # Time taken from this process by other processes counts in wall-clock time but not in CPU
-    # time: on a busy CPU-only machine the CPU-time ratio shows what the code itself costs.
-    ratio_cpu_time = statistics.median(sides["b"]["cpu_seconds"]) / statistics.median(
-        sides["a"]["cpu_seconds"]
-    )
     result = {
         "benchmark": "tp_training_throughput",
         "device": str(device),
@@ -178,7 +173,9 @@ def main(argv: List[str]) -> int:
         "words_per_s_a": round(words_per_s_a, 2),
         "words_per_s_b": round(words_per_s_b, 2),
         "ratio": round(ratio, 4),
-        "ratio_cpu_time": round(ratio_cpu_time, 4) if device.type == "cpu" else None,
+        "ratio_cpu_time": cpu_time_ratio(
+            sides["a"]["cpu_seconds"], sides["b"]["cpu_seconds"], device
+        ),
         "target": TARGET_RATIO,
         "meets_target": ratio >= TARGET_RATIO,
     }

@@ -36,7 +36,7 @@ from typing import Callable, Dict, List
 
 import torch
 from fairseq.modules import MultiheadAttention
-from interleaved_timing import add_repetition_arguments, synchronize, timed
+from interleaved_timing import add_repetition_arguments, run_in_turns, set_up, synchronize, timed
 from torch import Tensor, nn
 from torch.profiler import ProfilerActivity, profile
 
@@ -109,10 +109,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
 
 
 def main(argv: List[str]) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s: %(message)s")
     args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    device = torch.device(args.device)
+    device = set_up(args)
     n, dim = args.tokens, args.embed_dim
 
     word_index = turkish_like_word_index(n, args.mean_pieces, args.seed)
@@ -158,12 +156,13 @@ def main(argv: List[str]) -> int:
         peak_mib[name] = peak_memory_bytes(step, device) / MIB
     seconds: Dict[str, List[float]] = {name: [] for name in steps}
     cpu_seconds: Dict[str, List[float]] = {name: [] for name in steps}
-    for repeat in range(args.repeats):
-        for name, step in steps.items():
-            wall, cpu = timed(step, args.steps, device)
-            seconds[name].append(wall / args.steps)
-            cpu_seconds[name].append(cpu / args.steps)
-            logger.info("repeat %d %s: %.3f s", repeat, name, seconds[name][-1])
+
+    def record(name: str, wall: float, cpu: float) -> str:
+        seconds[name].append(wall / args.steps)
+        cpu_seconds[name].append(cpu / args.steps)
+        return f"{seconds[name][-1]:.3f} s"
+
+    run_in_turns(steps, args.steps, args.repeats, device, record, logger)
     median = {name: statistics.median(values) for name, values in seconds.items()}
     median_cpu = {name: statistics.median(values) for name, values in cpu_seconds.items()}
 

@@ -11,23 +11,12 @@
 #   ("roberta bert2d bert_elmo")  DEMO_FT_TASKS ("pos ner sentiment qa")  DEMO_FT_EPOCHS (all
 #   tasks; default 15 for NER, 8 for the others)
 set -euo pipefail
-# The comment block above, without the source that follows it.
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
-case "${1:-}" in
-  "") ;;
-  -h|--help) usage 0 ;;
-  *) echo "$(basename "$0"): unknown argument '$1' (settings are the environment variables above)" >&2; usage 2 ;;
-esac
-cd "$(dirname "$0")/.."
-if [[ -x .venv/bin/python ]]; then export PATH="$PWD/.venv/bin:$PATH"; fi
+source "$(dirname "$0")/lib/demo-common.sh" "$@"
 WORK="${DEMO_FT_WORK:-demo-finetune-work}"
 MLM_WORK="${DEMO_MLM_WORK:-demo-mlm-work}"
 MODELS="${DEMO_FT_MODELS:-roberta bert2d bert_elmo}"
 TASKS="${DEMO_FT_TASKS:-pos ner sentiment qa}"
 export PYTHONHASHSEED="${PYTHONHASHSEED:-0}"
-START=$SECONDS
-
-step() { printf '\n== %s (%ds) ==\n' "$1" $((SECONDS - START)); }
 
 step "1/5 pretrained encoders (the masked-LM demo)"
 missing=0

@@ -9,23 +9,12 @@
 #   DEMO_MLM_WORK (demo-mlm-work)  DEMO_MLM_MAX_UPDATE (800)  DEMO_MLM_SENTENCES (20000)
 #   DEMO_MLM_MODELS ("roberta bert2d bert_elmo")  DEMO_THREADS (2)
 set -euo pipefail
-# The comment block above, without the source that follows it.
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
-case "${1:-}" in
-  "") ;;
-  -h|--help) usage 0 ;;
-  *) echo "$(basename "$0"): unknown argument '$1' (settings are the environment variables above)" >&2; usage 2 ;;
-esac
-cd "$(dirname "$0")/.."
-if [[ -x .venv/bin/python ]]; then export PATH="$PWD/.venv/bin:$PATH"; fi
+source "$(dirname "$0")/lib/demo-common.sh" "$@"
 WORK="${DEMO_MLM_WORK:-demo-mlm-work}"
 MAX_UPDATE="${DEMO_MLM_MAX_UPDATE:-800}"
 SENTENCES="${DEMO_MLM_SENTENCES:-20000}"
 MODELS="${DEMO_MLM_MODELS:-roberta bert2d bert_elmo}"
 export OMP_NUM_THREADS="${DEMO_THREADS:-2}"
-START=$SECONDS
-
-step() { printf '\n== %s (%ds) ==\n' "$1" $((SECONDS - START)); }
 
 step "1/4 synthetic Turkish text, 5 sentences a document"
 if [[ ! -s "$WORK/raw/valid.txt" ]]; then

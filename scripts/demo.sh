@@ -8,25 +8,13 @@
 #   DEMO_WORK (demo-work)  DEMO_MODE (morph|bpe)  DEMO_MAX_UPDATE (800)  DEMO_THREADS (2)
 #   DEMO_TRAIN_PAIRS (20000)  DEMO_DATA (data-bin/demo-en-tr-<mode>)
 set -euo pipefail
-# The comment block above, without the source that follows it.
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
-case "${1:-}" in
-  "") ;;
-  -h|--help) usage 0 ;;
-  *) echo "$(basename "$0"): unknown argument '$1' (settings are the environment variables above)" >&2; usage 2 ;;
-esac
-cd "$(dirname "$0")/.."
-# The project's virtual environment (made by `make demo`) comes first when it exists.
-if [[ -x .venv/bin/python ]]; then export PATH="$PWD/.venv/bin:$PATH"; fi
+source "$(dirname "$0")/lib/demo-common.sh" "$@"
 WORK="${DEMO_WORK:-demo-work}"
 MODE="${DEMO_MODE:-morph}"
 MAX_UPDATE="${DEMO_MAX_UPDATE:-800}"
 TRAIN_PAIRS="${DEMO_TRAIN_PAIRS:-20000}"
 DATA="${DEMO_DATA:-data-bin/demo-en-tr-$MODE}"
 export OMP_NUM_THREADS="${DEMO_THREADS:-2}"
-START=$SECONDS
-
-step() { printf '\n== %s (%ds) ==\n' "$1" $((SECONDS - START)); }
 
 step "1/5 synthetic English→Turkish corpus"
 if [[ ! -s "$WORK/raw/test.tr" ]]; then

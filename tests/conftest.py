@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Dict, Optional
 
 import pytest
 import torch
@@ -198,6 +199,16 @@ def _cpu_run_args(save_dir: Path, max_update: int) -> list:
         "16",
         "--max-update",
         str(max_update),
+        *cpu_train_args(save_dir),
+        "--log-interval",
+        "1",
+    ]
+
+
+def cpu_train_args(save_dir: Path) -> list:
+    """fairseq-train on the CPU, seeded, in this process, with plain log lines and only the last
+    and best checkpoints in `save_dir`."""
+    return [
         "--save-dir",
         str(save_dir),
         "--no-epoch-checkpoints",
@@ -208,8 +219,6 @@ def _cpu_run_args(save_dir: Path, max_update: int) -> list:
         "1",
         "--log-format",
         "simple",
-        "--log-interval",
-        "1",
     ]
 
 
@@ -282,6 +291,51 @@ def tiny_mlm_train_args(data: Path, save_dir: Path, max_update: int, *extra: str
     ]
 
 
+def tiny_mlm_task(data: Path, sentence_objective: str = "none", tokens_are_words: bool = False):
+    """The `masked_lm_struct` task on one corpus of `tiny_mlm_data`, 48 tokens per sample (as
+    `tiny_mlm_train_args`), with its valid split loaded."""
+    from fairseq_struct.tasks.masked_lm_struct import MaskedLMStructConfig, MaskedLMStructTask
+
+    cfg = MaskedLMStructConfig(
+        data=str(data),
+        seed=1,
+        tokens_per_sample=48,
+        tokens_are_words=tokens_are_words,
+        sentence_objective=sentence_objective,
+        sample_break_mode="eos" if sentence_objective == "none" else "complete",
+    )
+    task = MaskedLMStructTask.setup_task(cfg)
+    task.load_dataset("valid")
+    return task
+
+
+def run_script(
+    script: str,
+    *args: str,
+    cwd: Path = REPO_ROOT,
+    timeout: int = 600,
+    env: Optional[Dict[str, str]] = None,
+) -> subprocess.CompletedProcess:
+    """`bash scripts/SCRIPT ARGS` with `env` added to the environment; fails with the end of
+    its output unless it exits 0."""
+    result = subprocess.run(
+        ["bash", str(REPO_ROOT / "scripts" / script), *args],
+        cwd=cwd,
+        env=dict(os.environ, **(env or {})),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    return result
+
+
+def tools_first_on_path() -> str:
+    """PATH with the directory of the test interpreter's tools (python, fairseq-*) first, for
+    scripts that run them by name."""
+    return f"{Path(venv_tool('python')).parent}:{os.environ['PATH']}"
+
+
 # ------------------------------------------------------------------ pretraining runs (downstream)
 # Pretraining runs of the three unit kinds, small enough for tests: what a user gets from
 # `scripts/prepare-mlm.sh` (text/, dict.txt, spm.model, binarized splits) on Turkish text of the
@@ -290,26 +344,17 @@ def tiny_mlm_train_args(data: Path, save_dir: Path, max_update: int, *extra: str
 
 def _prepare_mlm(root: Path, name: str, *options: str) -> Path:
     out = root / name
-    env = dict(os.environ, PATH=f"{Path(venv_tool('python')).parent}:{os.environ['PATH']}")
-    result = subprocess.run(
-        [
-            "bash",
-            str(REPO_ROOT / "scripts" / "prepare-mlm.sh"),
-            "--train",
-            str(root / "train.txt"),
-            "--valid",
-            str(root / "valid.txt"),
-            "--out",
-            str(out),
-            *options,
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    run_script(
+        "prepare-mlm.sh",
+        "--train",
+        str(root / "train.txt"),
+        "--valid",
+        str(root / "valid.txt"),
+        "--out",
+        str(out),
+        *options,
+        env={"PATH": tools_first_on_path()},
     )
-    assert result.returncode == 0, result.stderr[-3000:]
     return out
 
 

@@ -44,11 +44,9 @@ class SeedRunError(Exception):
         self.exit_code = exit_code
 
 
-@dataclass(frozen=True)
-class SeedsSummary:
-    name: str
-    metric: str
-    seeds: List[int]
+class SeedScores:
+    """Mean and spread of `scores`, one per seed (also of `almost_stochastic_order`'s systems)."""
+
     scores: List[float]
 
     @property
@@ -59,6 +57,14 @@ class SeedsSummary:
     def std(self) -> float:
         """Sample standard deviation (ddof = 1), 0 for a single seed."""
         return statistics.stdev(self.scores) if len(self.scores) > 1 else 0.0
+
+
+@dataclass(frozen=True)
+class SeedsSummary(SeedScores):
+    name: str
+    metric: str
+    seeds: List[int]
+    scores: List[float]
 
     def to_json(self) -> Dict[str, Any]:
         return {

@@ -77,6 +77,18 @@ def _predicted_lines(
     return tags
 
 
+def _tagged_lines(
+    sentences: Sequence[TaggedSentence], predictions: Sequence[Sequence[str]]
+) -> Tuple[str, List[bytes], Dict[int, str], Dict[int, str]]:
+    """The input file of the (non-empty) `sentences`: its path, its raw lines, and line number
+    -> predicted tag and -> the word read from that line."""
+    path = sentences[0].path
+    raw_lines = _raw_lines(path)
+    tags = _predicted_lines(sentences, predictions, len(raw_lines))
+    words = {n: w for s in sentences for n, w in zip(s.lines, s.words)}
+    return path, raw_lines, tags, words
+
+
 def _check_word(path: str, number: int, line: str, word: str) -> None:
     # The lines are found by number, so a file edited since reading would get shifted tags.
     if word not in line:
@@ -98,10 +110,7 @@ def write_conll_predictions(
     """
     if not sentences:
         raise DownstreamDataError(f"no sentence to write predictions for into {out_path}")
-    path = sentences[0].path
-    raw_lines = _raw_lines(path)
-    tags = _predicted_lines(sentences, predictions, len(raw_lines))
-    words = {n: w for s in sentences for n, w in zip(s.lines, s.words)}
+    path, raw_lines, tags, words = _tagged_lines(sentences, predictions)
     out: List[bytes] = []
     for number, raw in enumerate(raw_lines, start=1):
         if number in tags:
@@ -128,10 +137,7 @@ def write_conllu_predictions(
     if column not in CONLLU_COLUMNS:
         raise DownstreamDataError(f"{column!r} is not a CoNLL-U column")
     index = CONLLU_COLUMNS.index(column)
-    path = sentences[0].path
-    raw_lines = _raw_lines(path)
-    tags = _predicted_lines(sentences, predictions, len(raw_lines))
-    words = {n: w for s in sentences for n, w in zip(s.lines, s.words)}
+    path, raw_lines, tags, words = _tagged_lines(sentences, predictions)
     out: List[bytes] = []
     for number, raw in enumerate(raw_lines, start=1):
         content, ending = _split_ending(raw)

@@ -24,7 +24,6 @@ command line (`--scores-a`, `--scores-b`).
 import argparse
 import json
 import math
-import statistics
 import sys
 import warnings
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ import numpy as np
 from tabulate import tabulate
 
 from fairseq_struct.commands import program_name
+from fairseq_struct.downstream.seeds import SeedScores
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
 CONFIDENCE_LEVEL = 0.95  # α = 0.05, seed 000's appendix
@@ -50,22 +50,13 @@ class ScoresError(ValueError):
 
 
 @dataclass(frozen=True)
-class SystemScores:
+class SystemScores(SeedScores):
     """One system's per-seed scores of one metric, and where they were read from."""
 
     name: str
     scores: List[float]
     source: str  # a path, or "command line"
     metric: Optional[str] = None  # as the file names it; None for text and the command line
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.scores)
-
-    @property
-    def std(self) -> float:
-        """Sample standard deviation (ddof = 1)."""
-        return statistics.stdev(self.scores) if len(self.scores) > 1 else 0.0
 
 
 @dataclass(frozen=True)

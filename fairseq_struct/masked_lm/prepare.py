@@ -48,11 +48,12 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 from fairseq_struct.fixes.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
+    ChunkResult,
     ChunkStats,
     ChunkStore,
-    concatenate,
     process_chunk,
     read_chunk,
+    run_chunk_stage,
 )
 from fairseq_struct.morph.corpus_io import (
     CorpusError,
@@ -63,14 +64,17 @@ from fairseq_struct.morph.corpus_io import (
     count_lines,
     iter_documents,
 )
-from fairseq_struct.morph.forked_helpers import ForkedHelpers
-from fairseq_struct.morph.pipeline_options import add_pipeline_options, check_pipeline_options
+from fairseq_struct.morph.pipeline_options import (
+    add_pipeline_options,
+    check_pipeline_options,
+    train_sentencepiece,
+)
 from fairseq_struct.morph.prepare import (
     MODEL_FILE,
     REPORT_FILE,
-    SEGMENT_STAGE,
     SPLITS,
     WORK_DIR,
+    segment_chunks,
 )
 from fairseq_struct.morph.segmenters import (
     CACHING_SEGMENTERS,
@@ -78,11 +82,7 @@ from fairseq_struct.morph.segmenters import (
     SEGMENTED_LANGUAGES,
     open_segmenter,
 )
-from fairseq_struct.morph.sentencepiece_model import (
-    MODEL_TYPES,
-    SentencePieceModel,
-    train_or_reuse,
-)
+from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
 from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger("fairseq_struct.masked_lm.prepare")
@@ -217,26 +217,15 @@ def _segment(
     cache = None
     if args.lang in CACHING_SEGMENTERS:  # kept in OUT_DIR, so that a rerun starts where it stopped
         cache = str(args.out_dir / DEFAULT_SEGMENTATION_CACHE)
-    totals: Counter = Counter()
-    reused = 0
-    segmented: Dict[str, List[Path]] = {}
     training_lines = partial(_sentences, splits["train"].chunks)  # what Morfessor learns from
-    with open_segmenter(args.lang, args.workers, args.out_dir, training_lines, cache) as segmenter:
-        fingerprint = f"{SEGMENT_STAGE}:{segmenter.fingerprint}"
-        compute = partial(_segment_chunk, segmenter)
-        for split, data in splits.items():
-            segmented[split] = []
-            for path in data.chunks:
-                key, stats, was_reused = process_chunk(
-                    store, SEGMENT_STAGE, fingerprint, [path], compute
-                )
-                totals.update(stats)
-                reused += was_reused
-                segmented[split].append(store.output_path(SEGMENT_STAGE, key))
-                progress.update(stats["lines"])
-        built = segmenter.report()
-    chunks = sum(len(paths) for paths in segmented.values())
-    return segmented, {**built, **totals, "chunks": chunks, "chunks_reused": reused}
+    segmented, built, totals, chunks = segment_chunks(
+        store,
+        open_segmenter(args.lang, args.workers, args.out_dir, training_lines, cache),
+        _segment_chunk,
+        {split: data.chunks for split, data in splits.items()},
+        progress,
+    )
+    return segmented, {**built, **totals, **chunks}
 
 
 def _segment_chunk(segmenter: Any, lines: Sequence[str]) -> Tuple[List[str], ChunkStats]:
@@ -260,24 +249,11 @@ def _sentencepiece_model(
         model = SentencePieceModel(model_path)
         settings["copied_from"] = str(args.spm_model)
     else:
-        model, training = train_or_reuse(
-            partial(_sentences, train_text),
-            model_path,
-            args.out_dir / REPORT_FILE,
-            vocab_size=args.vocab_size,
-            model_type=args.model_type,
-            num_threads=args.spm_threads,
-            seed=args.seed,
-            keep_boundary_marks=False,
-            sample_size=args.spm_sample,
+        training_text = partial(_sentences, train_text)
+        model, training = train_sentencepiece(
+            args, training_text, model_path, args.out_dir / REPORT_FILE, keep_boundary_marks=False
         )
-        settings.update(
-            training,
-            model_type=args.model_type,
-            vocab_size_requested=args.vocab_size,
-            training_threads=args.spm_threads,
-            seed=args.seed,
-        )
+        settings.update(training)
     settings["vocab_size"] = model.vocab_size
     return model, settings
 
@@ -308,14 +284,14 @@ def _encode(
         for split, data in splits.items()
     }
     pieces: Counter = Counter()
-    reused = 0
-    run = _run_chunks(
-        args, store, chunk_encoding.STAGE, chunk_encoding.encode_chunk, tasks, progress
-    )
-    for split, stats, was_reused in run:
+
+    def collect(split: str, stats: ChunkStats) -> None:
         pieces[split] += sum(stats["pieces"].values())
-        reused += was_reused
-    return pieces, {"chunks": sum(map(len, tasks.values())), "chunks_reused": reused}
+
+    chunks = _run_chunks(
+        args, store, chunk_encoding.STAGE, chunk_encoding.encode_chunk, tasks, collect, progress
+    )
+    return pieces, chunks
 
 
 @dataclass(frozen=True)
@@ -346,24 +322,24 @@ def _tokenize(
     tokens: Counter = Counter()
     train_counts: Counter = Counter()  # bounded by the vocabulary, not by the corpus
     other_words: Set[str] = set()  # the words of valid and test
-    reused = 0
-    run = _run_chunks(args, store, TOKENIZE_STAGE, _tokenize_chunk, tasks, progress)
-    for split, stats, was_reused in run:
+
+    def collect(split: str, stats: ChunkStats) -> None:
         tokens[split] += sum(stats["words"].values())
         if split == "train":
             train_counts.update(stats["words"])
         else:
             other_words.update(stats["words"])
-        reused += was_reused
+
+    chunks = _run_chunks(args, store, TOKENIZE_STAGE, _tokenize_chunk, tasks, collect, progress)
     unseen = sorted(other_words - train_counts.keys())
     entries = sorted(train_counts.items(), key=lambda item: (-item[1], item[0])) + [
         (word, 0) for word in unseen
     ]
     atomic_write_lines(args.out_dir / WORDS_DICTIONARY_FILE, (f"{w} {c}" for w, c in entries))
-    return tokens, {"chunks": sum(map(len, tasks.values())), "chunks_reused": reused}
+    return tokens, chunks
 
 
-def _tokenize_chunk(task: _TokenizeTask) -> Tuple[str, ChunkStats, bool]:
+def _tokenize_chunk(task: _TokenizeTask) -> ChunkResult:
     """(key, statistics, reused) of the tokenized chunk; see `chunk_store.process_chunk`."""
     compute = partial(_moses_tokenize, task.lang)
     return process_chunk(
@@ -393,20 +369,24 @@ def _run_chunks(
     args: argparse.Namespace,
     store: ChunkStore,
     stage: str,
-    function: Callable[[Any], Tuple[str, ChunkStats, bool]],
+    function: Callable[[Any], ChunkResult],
     tasks: Dict[str, List[Any]],
+    collect: Callable[[str, ChunkStats], None],
     progress: StageProgress,
-) -> Iterator[Tuple[str, ChunkStats, bool]]:
-    """(split, statistics, reused) of `function(task)` for each chunk task of each split, run
-    in --workers processes; each split's outputs are concatenated into OUT_DIR/{split}.txt."""
-    with ForkedHelpers(args.workers) as helpers:
-        for split, split_tasks in tasks.items():
-            outputs = []
-            for _, (key, stats, reused) in helpers.map(function, split_tasks):
-                outputs.append(store.output_path(stage, key))
-                progress.update(stats["lines"])
-                yield split, stats, reused
-            concatenate(outputs, args.out_dir / f"{split}.txt")
+) -> Dict[str, int]:
+    """`run_chunk_stage` of `function` over each split's chunk tasks in --workers processes,
+    each split's outputs concatenated into OUT_DIR/{split}.txt; the chunks done and reused."""
+    _, chunks = run_chunk_stage(
+        store,
+        stage,
+        function,
+        tasks,
+        progress,
+        collect,
+        lambda split: args.out_dir / f"{split}.txt",
+        args.workers,
+    )
+    return chunks
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -19,15 +19,21 @@ import hashlib
 import json
 import shutil
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple, TypeVar
 
 from fairseq_struct.morph.corpus_io import atomic_write_json, atomic_write_lines, atomic_writer
+from fairseq_struct.morph.forked_helpers import ForkedHelpers
+from fairseq_struct.progress import StageProgress
 
 # Lines per chunk: the unit of restart and of work handed to a process. 50,000 lines of
 # OpenSubtitles are about 3 MB of text and a few seconds of Turkish segmentation per process.
 DEFAULT_CHUNK_LINES = 50_000
 
 ChunkStats = Dict[str, Any]
+# What `process_chunk` gives for one chunk: (key, statistics, reused).
+ChunkResult = Tuple[str, ChunkStats, bool]
+Group = TypeVar("Group", bound=Hashable)
+Task = TypeVar("Task")
 
 
 class ChunkStore:
@@ -100,3 +106,37 @@ def concatenate(paths: Iterable[Path], destination: Path) -> None:
         for path in paths:
             with open(path, "rb") as chunk:
                 shutil.copyfileobj(chunk, out, 1 << 22)
+
+
+def run_chunk_stage(
+    store: ChunkStore,
+    stage: str,
+    function: Callable[[Task], ChunkResult],
+    groups: Dict[Group, Sequence[Task]],
+    progress: StageProgress,
+    collect: Callable[[Group, ChunkStats], None],
+    destination: Optional[Callable[[Group], Path]] = None,
+    workers: int = 1,
+) -> Tuple[Dict[Group, List[Path]], Dict[str, int]]:
+    """Run one stage of a streamed preparation over the chunk tasks of each group (a split, or
+    a split and a side): `function(task)` -> `process_chunk`'s (key, statistics, reused), in
+    `workers` processes (`ForkedHelpers`; with 1, `function` need not be picklable).
+
+    Each chunk's statistics go to `collect(group, statistics)` as they come, in order (the
+    caller sums them: they are not kept, so memory does not grow with the corpus); `progress`
+    counts their "lines". Each group's outputs are concatenated into `destination(group)` where
+    it is given. Returns the output chunks of each group, and the chunks done and reused.
+    """
+    outputs: Dict[Group, List[Path]] = {}
+    reused = 0
+    with ForkedHelpers(workers) as helpers:
+        for group, tasks in groups.items():
+            outputs[group] = []
+            for _, (key, stats, was_reused) in helpers.map(function, tasks):
+                outputs[group].append(store.output_path(stage, key))
+                reused += was_reused
+                progress.update(stats["lines"])
+                collect(group, stats)
+            if destination is not None:
+                concatenate(outputs[group], destination(group))
+    return outputs, {"chunks": sum(map(len, outputs.values())), "chunks_reused": reused}

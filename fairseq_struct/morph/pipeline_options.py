@@ -1,9 +1,13 @@
 """The command-line options that both preparations (translation: `morph.prepare`, masked LM:
-`masked_lm.prepare`) share: processes, chunks, and SentencePiece's training sample."""
+`masked_lm.prepare`) share: processes, chunks, and SentencePiece's training sample; and the
+SentencePiece training that they configure."""
 
 import argparse
+from pathlib import Path
+from typing import Callable, Dict, Iterable, Tuple
 
 from fairseq_struct.morph.chunk_store import DEFAULT_CHUNK_LINES
+from fairseq_struct.morph.sentencepiece_model import SentencePieceModel, train_or_reuse
 
 # SentencePiece's training sample (its memory grows with it; the paper's 36M pairs are 72M lines).
 DEFAULT_SPM_SAMPLE = 10_000_000
@@ -50,3 +54,32 @@ def check_pipeline_options(parser: argparse.ArgumentParser, args: argparse.Names
             "--vocab-size, --workers, --spm-threads, --spm-sample and --chunk-lines must be "
             "positive"
         )
+
+
+def train_sentencepiece(
+    args: argparse.Namespace,
+    training_text: Callable[[], Iterable[str]],
+    model_path: Path,
+    report_path: Path,
+    keep_boundary_marks: bool,
+) -> Tuple[SentencePieceModel, Dict[str, object]]:
+    """`train_or_reuse` with --vocab-size, --model-type, --spm-threads, --seed and
+    --spm-sample; the model, and the training settings for the preparation report."""
+    model, training = train_or_reuse(
+        training_text,
+        model_path,
+        report_path,
+        vocab_size=args.vocab_size,
+        model_type=args.model_type,
+        num_threads=args.spm_threads,
+        seed=args.seed,
+        keep_boundary_marks=keep_boundary_marks,
+        sample_size=args.spm_sample,
+    )
+    return model, {
+        **training,
+        "model_type": args.model_type,
+        "vocab_size_requested": args.vocab_size,
+        "training_threads": args.spm_threads,
+        "seed": args.seed,
+    }

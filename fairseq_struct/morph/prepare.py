@@ -47,15 +47,17 @@ from dataclasses import asdict
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.fixes.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
+    ChunkStats,
     ChunkStore,
-    concatenate,
     process_chunk,
     read_chunk,
+    run_chunk_stage,
 )
 from fairseq_struct.morph.corpus_io import (
     LONG_WORD_CHARS,
@@ -69,19 +71,19 @@ from fairseq_struct.morph.corpus_io import (
     iter_parallel,
     split_paths,
 )
-from fairseq_struct.morph.forked_helpers import ForkedHelpers
-from fairseq_struct.morph.pipeline_options import add_pipeline_options, check_pipeline_options
+from fairseq_struct.morph.pipeline_options import (
+    add_pipeline_options,
+    check_pipeline_options,
+    train_sentencepiece,
+)
 from fairseq_struct.morph.segmenters import (
     CACHING_SEGMENTERS,
     DEFAULT_SEGMENTATION_CACHE,
     SEGMENTED_LANGUAGES,
+    ChunkSegmenter,
     open_segmenter,
 )
-from fairseq_struct.morph.sentencepiece_model import (
-    MODEL_TYPES,
-    SentencePieceModel,
-    train_or_reuse,
-)
+from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY
 from fairseq_struct.progress import StageProgress
 
@@ -100,7 +102,7 @@ SEGMENT_STAGE = "segment"
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_struct.morph.prepare",
+        prog=program_name("fairseq_struct.morph.prepare"),
         description="Validate, (morphologically) segment and SentencePiece-encode a parallel "
         "corpus for stock fairseq-preprocess.",
     )
@@ -308,24 +310,15 @@ def _segment_target(
     def training_lines() -> Iterator[str]:  # what a learning segmenter learns from
         return (line for path in normalised["train"][tgt] for line in read_chunk(path))
 
-    totals: Counter = Counter()
-    reused = 0
-    segmented: Dict[str, List[Path]] = {}
-    with open_segmenter(tgt, args.workers, out_dir, training_lines, cache) as segmenter:
-        fingerprint = f"{SEGMENT_STAGE}:{segmenter.fingerprint}"
-        for split in SPLITS:
-            segmented[split] = []
-            for path in normalised[split][tgt]:
-                key, stats, was_reused = process_chunk(
-                    store, SEGMENT_STAGE, fingerprint, [path], partial(_segment_chunk, segmenter)
-                )
-                totals.update(stats)
-                reused += was_reused
-                segmented[split].append(store.output_path(SEGMENT_STAGE, key))
-                progress.update(stats["lines"])
-            # Kept for the analyses: morphological density of the references (eval/).
-            concatenate(segmented[split], out_dir / f"{split}.seg.{tgt}")
-        built = segmenter.report()
+    segmented, built, totals, chunks = segment_chunks(
+        store,
+        open_segmenter(tgt, args.workers, out_dir, training_lines, cache),
+        _segment_chunk,
+        {split: normalised[split][tgt] for split in SPLITS},
+        progress,
+        # Kept for the analyses: morphological density of the references (eval/).
+        lambda split: out_dir / f"{split}.seg.{tgt}",
+    )
     seconds = max(progress.seconds - float(built["build_seconds"]), 1e-9)
     words = totals["words"]
     return {
@@ -335,9 +328,39 @@ def _segment_target(
         "tokens_per_second": round(totals["tokens"] / seconds),
         "split_word_share": round(totals["split_words"] / words, 4) if words else 0.0,
         "morphemes_per_word": round((words + totals["boundaries"]) / words, 4) if words else 0.0,
-        "chunks": sum(len(paths) for paths in segmented.values()),
-        "chunks_reused": reused,
+        **chunks,
     }, segmented
+
+
+def segment_chunks(
+    store: ChunkStore,
+    segmenter: ChunkSegmenter,
+    segment_chunk: Callable[[Any, Sequence[str]], Tuple[List[str], ChunkStats]],
+    chunks: Dict[str, List[Path]],
+    progress: StageProgress,
+    destination: Optional[Callable[[str], Path]] = None,
+) -> Tuple[Dict[str, List[Path]], Dict[str, object], Counter, Dict[str, int]]:
+    """The segmentation stage of both preparations: each split's `chunks` through
+    `segment_chunk(segmenter, lines)` -> (segmented lines, counters), with `segmenter` (from
+    `open_segmenter`, closed here), into `destination(split)` where given. Returns the segmented
+    chunks of each split, the segmenter's report, its counters summed, and the chunks done and
+    reused."""
+    totals: Counter = Counter()
+    with segmenter:
+        fingerprint = f"{SEGMENT_STAGE}:{segmenter.fingerprint}"
+        compute = partial(segment_chunk, segmenter)
+        # In this process (the segmenter spreads each chunk over its own workers).
+        segmented, counts = run_chunk_stage(
+            store,
+            SEGMENT_STAGE,
+            lambda path: process_chunk(store, SEGMENT_STAGE, fingerprint, [path], compute),
+            chunks,
+            progress,
+            lambda split, stats: totals.update(stats),
+            destination,
+        )
+        built = segmenter.report()
+    return segmented, built, totals, counts
 
 
 def _segment_chunk(segmenter: Any, lines: Sequence[str]) -> Tuple[List[str], Dict[str, int]]:
@@ -383,23 +406,14 @@ def _sentencepiece_model(
         def training_text() -> Iterator[str]:
             return (line for path in chunk_paths for line in read_chunk(path))
 
-        model, training = train_or_reuse(
+        model, training = train_sentencepiece(
+            args,
             training_text,
             out_dir / MODEL_FILE,
             out_dir / REPORT_FILE,
-            vocab_size=args.vocab_size,
-            model_type=args.model_type,
-            num_threads=args.spm_threads,
-            seed=args.seed,
-            keep_boundary_marks=args.keep_boundary_marks,
-            sample_size=args.spm_sample,
+            args.keep_boundary_marks,
         )
-        settings.update(
-            training,
-            model_type=args.model_type,
-            vocab_size_requested=args.vocab_size,
-            training_threads=args.spm_threads,
-        )
+        settings.update(training)
     settings.update(vocab_size=model.vocab_size, keep_boundary_marks=args.keep_boundary_marks)
     return model, settings
 
@@ -415,36 +429,43 @@ def _encode(
     """Encode every chunk over --workers processes into OUT_DIR/{split}.sp.{lang}; the pieces
     counted per split and language, and the chunks encoded and reused."""
     out_dir = Path(args.out_dir)
-    counts: Dict[str, Dict[str, Counter]] = {}
+
+    def output(group: Tuple[str, str]) -> Path:  # group: (split, side)
+        return out_dir / "{}.sp.{}".format(*group)
+
     fingerprint = chunk_encoding.use_model(model)  # before the helpers fork
-    reused = chunk_total = 0
-    with ForkedHelpers(args.workers) as helpers:
-        for split in SPLITS:
-            counts[split] = {}
-            for side, chunk_paths in text[split].items():
-                output = out_dir / f"{split}.sp.{side}"
-                tasks = [
-                    chunk_encoding.EncodeTask(
-                        store.directory,
-                        fingerprint,
-                        chunk_path,
-                        normalised[split][side][index],
-                        str(output),
-                        index * args.chunk_lines + 1,
-                    )
-                    for index, chunk_path in enumerate(chunk_paths)
-                ]
-                counts[split][side] = Counter()
-                encoded = []
-                for _, (key, stats, was_reused) in helpers.map(chunk_encoding.encode_chunk, tasks):
-                    counts[split][side].update(stats["pieces"])
-                    encoded.append(store.output_path(chunk_encoding.STAGE, key))
-                    reused += was_reused
-                    progress.update(stats["lines"])
-                concatenate(encoded, output)
-                chunk_total += len(tasks)
-    logger.info("encoded %d chunks (%d done by an earlier run)", chunk_total, reused)
-    return counts, {"chunks": chunk_total, "chunks_reused": reused}
+    tasks = {
+        (split, side): [
+            chunk_encoding.EncodeTask(
+                store.directory,
+                fingerprint,
+                chunk_path,
+                normalised[split][side][index],
+                str(output((split, side))),
+                index * args.chunk_lines + 1,
+            )
+            for index, chunk_path in enumerate(chunk_paths)
+        ]
+        for split in SPLITS
+        for side, chunk_paths in text[split].items()
+    }
+    counts: Dict[str, Dict[str, Counter]] = {
+        split: {side: Counter() for side in text[split]} for split in SPLITS
+    }
+    _, chunks = run_chunk_stage(
+        store,
+        chunk_encoding.STAGE,
+        chunk_encoding.encode_chunk,
+        tasks,
+        progress,
+        lambda group, stats: counts[group[0]][group[1]].update(stats["pieces"]),
+        output,
+        args.workers,
+    )
+    logger.info(
+        "encoded %d chunks (%d done by an earlier run)", chunks["chunks"], chunks["chunks_reused"]
+    )
+    return counts, chunks
 
 
 def _piece_counts(

@@ -17,10 +17,10 @@ Each is built once per run and keeps its worker processes and caches warm across
 
 import hashlib
 import time
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from fairseq_struct.morph.forked_helpers import ForkedHelpers, shrinking_batches
 
@@ -35,29 +35,17 @@ Counters = Dict[str, int]
 TrainingLines = Callable[[], Iterable[str]]
 
 
-class _ChunkSegmenter:
-    """What both segmenters share: leaving the context stops their worker processes."""
-
-    _workers: Any = None  # the context (ForkedHelpers or alike) of the running workers
-
-    def __enter__(self) -> "_ChunkSegmenter":
-        return self
-
-    def __exit__(
-        self,
-        error_type: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        trace: Optional[TracebackType],
-    ) -> None:
-        if self._workers is not None:
-            self._workers.__exit__(error_type, error, trace)
+class ChunkSegmenter(ExitStack):
+    """What both segmenters share: what they start (worker processes, a cache) is pushed on
+    this ExitStack as it is started, so that leaving the context stops it, last in first out."""
 
 
-class TurkishChunkSegmenter(_ChunkSegmenter):
+class TurkishChunkSegmenter(ChunkSegmenter):
     def __init__(self, workers: int, segmentation_cache: Optional[str]) -> None:
         # Imported here: bpe mode must work without zemberek installed.
         from fairseq_struct.morph.turkish import cache_fingerprint
 
+        super().__init__()
         self.workers, self.segmentation_cache = workers, segmentation_cache
         self.fingerprint = f"zemberek:{cache_fingerprint()}"
         self.build_seconds = 0.0
@@ -80,22 +68,11 @@ class TurkishChunkSegmenter(_ChunkSegmenter):
         if self.segmentation_cache is not None:
             Path(self.segmentation_cache).parent.mkdir(parents=True, exist_ok=True)
             cache = SegmentationCache(self.segmentation_cache, cache_fingerprint())
-        segmentation = LineSegmentation(self.workers, cache=cache)
-        self._workers = segmentation  # stops its helpers and commits the cache on exit
+            self.callback(cache.close)  # on exit, after the segmentation has committed it
+        # stops its helpers and commits the cache on exit
+        segmentation = self.enter_context(LineSegmentation(self.workers, cache=cache))
         self.build_seconds = time.monotonic() - started
         return segmentation
-
-    def __exit__(
-        self,
-        error_type: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        trace: Optional[TracebackType],
-    ) -> None:
-        try:
-            super().__exit__(error_type, error, trace)
-        finally:
-            if self._segmentation is not None and self._segmentation.cache is not None:
-                self._segmentation.cache.close()
 
     def report(self) -> Dict[str, object]:
         return {
@@ -116,11 +93,12 @@ def _segment_inuktitut_batch(lines: Sequence[str]) -> Tuple[List[str], int]:
     return segmented, _INUKTITUT.words - words_before
 
 
-class InuktitutChunkSegmenter(_ChunkSegmenter):
+class InuktitutChunkSegmenter(ChunkSegmenter):
     def __init__(self, workers: int, model_path: Path, training_lines: TrainingLines) -> None:
         global _INUKTITUT
         from fairseq_struct.morph.inuktitut import InuktitutSegmenter
 
+        super().__init__()
         started = time.monotonic()
         self.workers, self.model_path = workers, Path(model_path)
         # The model is learnt from the training split only, so that valid and test stay
@@ -136,10 +114,11 @@ class InuktitutChunkSegmenter(_ChunkSegmenter):
         model = hashlib.sha256(self.model_path.read_bytes()).hexdigest()[:16]
         self.fingerprint = f"morfessor:{model}"
         self.build_seconds = time.monotonic() - started
+        self._workers: Optional[ForkedHelpers] = None  # forked at the first `segment`
 
     def segment(self, lines: Sequence[str]) -> Tuple[List[str], Counters]:
         if self._workers is None:
-            self._workers = ForkedHelpers(self.workers).__enter__()
+            self._workers = self.enter_context(ForkedHelpers(self.workers))
         batches = shrinking_batches(
             lines, self.workers, _INUKTITUT_BATCH_LINES, _INUKTITUT_BATCH_LINES // 20
         )
@@ -166,7 +145,7 @@ def open_segmenter(
     out_dir: Path,
     training_lines: TrainingLines,
     segmentation_cache: Optional[str] = None,
-) -> _ChunkSegmenter:
+) -> ChunkSegmenter:
     """The segmenter for `lang` (one of SEGMENTED_LANGUAGES); see the module docstring.
 
     `training_lines()` streams the lines a learning segmenter may learn from (the training

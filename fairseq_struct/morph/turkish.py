@@ -48,11 +48,11 @@ import multiprocessing
 import re
 import time
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple, Type
+from typing import Any, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_struct.morph.collector import collector_paused
 from fairseq_struct.morph.forked_helpers import ForkedHelpers, shrinking_batches
@@ -485,12 +485,13 @@ def _analyse_new_chunks(
     )
 
 
-class LineSegmentation:
+class LineSegmentation(ExitStack):
     """`segment_lines` over many calls: the shared segmenter is built, and helpers forked, once.
 
     A streamed preparation segments a corpus chunk by chunk; forking new helpers for each chunk
     would lose their warm caches and pay the copy-on-write faults again. Use it as a context
-    manager; helpers are forked at the first `segment` that has a line to segment.
+    manager (an ExitStack): helpers are forked at the first `segment` that has a line to
+    segment; leaving stops them, then commits the cache.
     """
 
     def __init__(
@@ -499,28 +500,15 @@ class LineSegmentation:
         log_every_s: float = 30.0,
         cache: Optional[SegmentationCache] = None,
     ) -> None:
+        super().__init__()
         self.workers, self.log_every_s, self.cache = workers, log_every_s, cache
         self.segmenter = shared_segmenter()  # before the helpers fork, so that they inherit it
         if workers > 1 and "fork" not in multiprocessing.get_all_start_methods():
             logger.warning("processes cannot be forked here: segmenting in this process only")
             self.workers = 1
         self._helpers: Optional[ForkedHelpers] = None
-
-    def __enter__(self) -> "LineSegmentation":
-        return self
-
-    def __exit__(
-        self,
-        error_type: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        trace: Optional[TracebackType],
-    ) -> None:
-        try:
-            if self._helpers is not None:
-                self._helpers.__exit__(error_type, error, trace)
-        finally:
-            if self.cache is not None:
-                self.cache.commit()
+        if cache is not None:
+            self.callback(cache.commit)  # first in, so last out: after the helpers have stopped
 
     def segment(self, lines: Sequence[str], stats: Optional[SegmentationStats] = None) -> List[str]:
         """Segment `lines` in order, adding to `stats` if given (see `segment_lines`)."""
@@ -537,7 +525,7 @@ class LineSegmentation:
         try:
             if self.workers > 1 and todo:  # no helpers to fork while every line is cached
                 if self._helpers is None:
-                    self._helpers = ForkedHelpers(self.workers).__enter__()
+                    self._helpers = self.enter_context(ForkedHelpers(self.workers))
                 for start in range(0, len(todo), _BLOCK_LINES):
                     block = todo[start : start + _BLOCK_LINES]
                     block_lines = [lines[index] for index in block]

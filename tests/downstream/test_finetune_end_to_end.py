@@ -6,8 +6,6 @@ entities), and its predictions are written back into the CoNLL file and scored.
 """
 
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from seqeval.metrics import f1_score
 from seqeval.scheme import IOB2
 
 from fairseq_struct.downstream.encoder_options import encoder_arguments, model_config
-from tests.conftest import REPO_ROOT, run_tool, venv_tool
+from tests.conftest import run_script, run_tool, tools_first_on_path, venv_tool
 
 PEOPLE = (
     "çocuk",
@@ -75,33 +73,26 @@ def test_fine_tuning_a_pretrained_encoder_learns_and_predicts_in_the_input_forma
         ],
         cwd=tmp_path,
     )
-    env = dict(os.environ, PATH=f"{Path(python).parent}:{os.environ['PATH']}", OMP_NUM_THREADS="1")
-    result = subprocess.run(
-        [
-            "bash",
-            str(REPO_ROOT / "scripts" / "finetune.sh"),
-            "--data",
-            str(tmp_path / "data"),
-            "--pretrained",
-            str(pretrained_bert2d),
-            "--save-dir",
-            str(tmp_path / "ckpt"),
-            "--cpu",
-            "--head",
-            "lcrf_ner",
-            "--entity-fix",
-            "--epochs",
-            "3",
-            "--lr",
-            "1e-3",
-        ],
+    result = run_script(
+        "finetune.sh",
+        "--data",
+        str(tmp_path / "data"),
+        "--pretrained",
+        str(pretrained_bert2d),
+        "--save-dir",
+        str(tmp_path / "ckpt"),
+        "--cpu",
+        "--head",
+        "lcrf_ner",
+        "--entity-fix",
+        "--epochs",
+        "3",
+        "--lr",
+        "1e-3",
         cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
         timeout=900,
+        env={"PATH": tools_first_on_path(), "OMP_NUM_THREADS": "1"},
     )
-    assert result.returncode == 0, result.stderr[-3000:]
     assert "Loaded checkpoint " + str(pretrained_bert2d) in result.stderr + result.stdout
     run_tool(
         [

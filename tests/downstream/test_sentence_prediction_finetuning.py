@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REPO_ROOT, run_tool, tiny_mlm_train_args, venv_tool
+from conftest import REPO_ROOT, cpu_train_args, run_tool, tiny_mlm_train_args, venv_tool
 
 import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
 
@@ -138,16 +138,7 @@ def test_stock_sentence_prediction_fine_tunes_a_pretrained_encoder(model, tiny_m
             "16",
             "--max-epoch",
             str(epochs),
-            "--save-dir",
-            str(save_dir),
-            "--no-epoch-checkpoints",
-            "--cpu",
-            "--num-workers",
-            "0",
-            "--seed",
-            "1",
-            "--log-format",
-            "simple",
+            *cpu_train_args(save_dir),
         ],
         cwd=REPO_ROOT,
     )

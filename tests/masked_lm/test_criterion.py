@@ -15,31 +15,14 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import tiny_mlm_task
 from fairseq import metrics
 from fairseq.data import Dictionary
 
 import fairseq_struct  # noqa: F401  (registers the models)
 from fairseq_struct.criterions.masked_lm_struct import MaskedLMStructCriterion
-from fairseq_struct.tasks.masked_lm_struct import (
-    SENTENCE_PAIR_HEAD,
-    MaskedLMStructConfig,
-    MaskedLMStructTask,
-)
+from fairseq_struct.tasks.masked_lm_struct import SENTENCE_PAIR_HEAD
 from fairseq_struct.testing.build_from_arch import build_model_from_arch
-
-
-def _task(data, sentence_objective: str = "none", tokens_are_words: bool = False):
-    cfg = MaskedLMStructConfig(
-        data=str(data),
-        seed=1,
-        tokens_per_sample=48,
-        tokens_are_words=tokens_are_words,
-        sentence_objective=sentence_objective,
-        sample_break_mode="eos" if sentence_objective == "none" else "complete",
-    )
-    task = MaskedLMStructTask.setup_task(cfg)
-    task.load_dataset("valid")
-    return task
 
 
 def _batch(task, indices) -> dict:
@@ -89,7 +72,7 @@ def _indices(task, masked: bool, count: int) -> list:
 
 @pytest.mark.parametrize("units, arch", [("pieces", "bert2d_tiny"), ("words", "bert_elmo_tiny")])
 def test_mlm_loss_is_the_cross_entropy_summed_over_the_masked_tokens(tiny_mlm_data, units, arch):
-    task = _task(tiny_mlm_data[units], tokens_are_words=units == "words")
+    task = tiny_mlm_task(tiny_mlm_data[units], tokens_are_words=units == "words")
     sample = _batch(task, _indices(task, masked=True, count=8))
     model = _model(task, arch)
     pad = task.source_dictionary.pad()
@@ -111,7 +94,7 @@ def test_mlm_loss_is_the_cross_entropy_summed_over_the_masked_tokens(tiny_mlm_da
 
 @pytest.mark.parametrize("objective", ["nsp", "sop"])
 def test_sentence_objective_adds_its_mean_to_the_mlm_mean(tiny_mlm_data, objective):
-    task = _task(tiny_mlm_data["pieces"], sentence_objective=objective)
+    task = tiny_mlm_task(tiny_mlm_data["pieces"], sentence_objective=objective)
     sample = _batch(task, _indices(task, masked=True, count=8))
     model = _model(task)
     pad = task.source_dictionary.pad()
@@ -143,7 +126,7 @@ def test_batch_without_masked_tokens_weighs_nothing(tiny_mlm_data):
     """With --sample-break-mode eos the empty lines between documents are samples of their own
     (<s> </s>): nothing to mask. Such a batch has sample size 0, a zero loss and zero
     gradients, and logs zeros instead of dividing by zero."""
-    task = _task(tiny_mlm_data["pieces"])
+    task = tiny_mlm_task(tiny_mlm_data["pieces"])
     sample = _batch(task, _indices(task, masked=False, count=3))
     assert sample["masked_positions"].numel() == 0
     model = _model(task).train()
@@ -163,7 +146,7 @@ def test_batch_without_masked_tokens_weighs_nothing(tiny_mlm_data):
 def test_pairs_without_masked_tokens_weigh_as_their_own_mean(tiny_mlm_data):
     """Sentence pairs with nothing masked still teach the pair head: sample size = pairs, so
     the gradient is that of the mean pair cross-entropy."""
-    task = _task(tiny_mlm_data["pieces"], sentence_objective="sop")
+    task = tiny_mlm_task(tiny_mlm_data["pieces"], sentence_objective="sop")
     sample = _batch(task, _indices(task, masked=True, count=4))
     pad = task.source_dictionary.pad()
     # The same pairs with their targets taken away: every token is an input, none a target.
@@ -243,7 +226,7 @@ def test_unigram_baseline_of_a_real_dictionary_reads_the_training_counts(tiny_ml
         for line in (tiny_mlm_data["pieces"] / "dict.txt").read_text("utf-8").splitlines()
     ]
     top = max(entries, key=lambda entry: int(entry[1]))[0]
-    task = _task(tiny_mlm_data["pieces"])
+    task = tiny_mlm_task(tiny_mlm_data["pieces"])
     criterion = MaskedLMStructCriterion(task)
     assert task.source_dictionary[criterion.most_frequent_symbol] == top
     sample = _batch(task, _indices(task, masked=True, count=16))

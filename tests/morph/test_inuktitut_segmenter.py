@@ -5,8 +5,9 @@ import logging
 import random
 
 import pytest
-from conftest import REPO_ROOT, SHARED_DATA, run_tool, venv_tool
-from test_prepare import prepare_args, restore_logging  # noqa: F401 (autouse: resets logging)
+from conftest import REPO_ROOT, SHARED_DATA, run_tool
+from test_prepare import restore_logging  # noqa: F401 (autouse: resets logging)
+from test_prepare import binarize, prepare_args
 
 from fairseq_struct.morph import prepare
 from fairseq_struct.morph.inuktitut import InuktitutSegmenter
@@ -177,20 +178,7 @@ def test_prepare_morph_mode_learns_on_train_saves_the_model_and_reuses_it(tmp_pa
     report = json.loads((out / "prepare_report.json").read_text(encoding="utf-8"))
     assert report["segmentation"]["model_reused"] is True
     assert (out / "train.sp.iu").read_bytes() == first_pieces
-
-    run_tool(
-        [
-            venv_tool("fairseq-preprocess"),
-            "--source-lang", "en", "--target-lang", "iu",
-            "--trainpref", out / "train.sp", "--validpref", out / "valid.sp",
-            "--testpref", out / "test.sp", "--joined-dictionary",
-            "--destdir", out, "--workers", "1",
-        ],
-        cwd=tmp_path,
-    )  # fmt: skip
-    for split in RANGES:
-        for lang in ("en", "iu"):
-            assert (out / f"{split}.en-iu.{lang}.bin").stat().st_size > 0
+    binarize(out, "iu", tmp_path)
 
 
 def test_prepare_segments_inuktitut_alike_in_two_worker_processes(tmp_path, sample_lines):

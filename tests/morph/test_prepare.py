@@ -63,6 +63,24 @@ def prepare_args(raw, out, mode, *extra):
     ]  # fmt: skip
 
 
+def binarize(out, tgt_lang, cwd):
+    """Stock fairseq-preprocess (joined dictionary) on the pieces `prepare` wrote into `out`,
+    and every split's binary files hold data."""
+    run_tool(
+        [
+            venv_tool("fairseq-preprocess"),
+            "--source-lang", "en", "--target-lang", tgt_lang,
+            "--trainpref", out / "train.sp", "--validpref", out / "valid.sp",
+            "--testpref", out / "test.sp", "--joined-dictionary",
+            "--destdir", out, "--workers", "1",
+        ],
+        cwd=cwd,
+    )  # fmt: skip
+    for split in ("train", "valid", "test"):
+        for lang in ("en", tgt_lang):
+            assert (out / f"{split}.en-{tgt_lang}.{lang}.bin").stat().st_size > 0
+
+
 @pytest.mark.parametrize("mode", ["bpe", "morph"])
 def test_prepare_writes_pieces_that_stock_fairseq_preprocess_binarizes(tmp_path, mode, capsys):
     if mode == "morph":
@@ -103,20 +121,7 @@ def test_prepare_writes_pieces_that_stock_fairseq_preprocess_binarizes(tmp_path,
         assert not (out / "test.seg.tr").exists()
     summary = capsys.readouterr().out
     assert "train: 300 pairs kept, 2 dropped (2 empty line)" in summary
-
-    run_tool(
-        [
-            venv_tool("fairseq-preprocess"),
-            "--source-lang", "en", "--target-lang", "tr",
-            "--trainpref", out / "train.sp", "--validpref", out / "valid.sp",
-            "--testpref", out / "test.sp", "--joined-dictionary",
-            "--destdir", out, "--workers", "1",
-        ],
-        cwd=tmp_path,
-    )  # fmt: skip
-    for split in ("train", "valid", "test"):
-        for lang in ("en", "tr"):
-            assert (out / f"{split}.en-tr.{lang}.bin").stat().st_size > 0
+    binarize(out, "tr", tmp_path)
 
 
 def test_whitespace_of_real_test_sets_is_normalised_and_the_raw_text_kept(tmp_path, capsys):

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import requires_cuda
+from conftest import requires_cuda, tiny_mlm_task
 from fairseq import utils
 from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 from fairseq.criterions.sentence_prediction import SentencePredictionConfig
@@ -31,11 +31,7 @@ from fairseq_struct.modules.token_classification_heads import (
     SpanExtractionHead,
     TokenClassificationHead,
 )
-from fairseq_struct.tasks.masked_lm_struct import (
-    SENTENCE_PAIR_HEAD,
-    MaskedLMStructConfig,
-    MaskedLMStructTask,
-)
+from fairseq_struct.tasks.masked_lm_struct import SENTENCE_PAIR_HEAD
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.testing.host_sync import HostSyncRecorder
 
@@ -154,16 +150,7 @@ def test_incremental_decoding_steps_have_no_host_sync(beam, device):
 
 
 def _mlm_batch(data, tokens_are_words: bool = False, sentence_objective: str = "none"):
-    cfg = MaskedLMStructConfig(
-        data=str(data),
-        seed=1,
-        tokens_per_sample=48,
-        tokens_are_words=tokens_are_words,
-        sentence_objective=sentence_objective,
-        sample_break_mode="eos" if sentence_objective == "none" else "complete",
-    )
-    task = MaskedLMStructTask.setup_task(cfg)
-    task.load_dataset("valid")
+    task = tiny_mlm_task(data, sentence_objective, tokens_are_words)
     dataset = task.dataset("valid")
     return task, dataset.collater([dataset[i] for i in range(6)])
 
