@@ -358,29 +358,16 @@ def struct_config(checkpoint: FairseqCheckpoint) -> Any:
 
     args, encoder, dictionary = checkpoint.args, checkpoint.sentence_encoder, checkpoint.dictionary
     layer = encoder.layers[0]
-    values: Dict[str, Any] = dict(
-        vocab_size=len(dictionary),
-        hidden_size=layer.fc1.in_features,
-        num_hidden_layers=len(encoder.layers),
-        num_attention_heads=args.encoder_attention_heads,
-        intermediate_size=layer.fc1.out_features,
+    values = _common_config_values(checkpoint)
+    values.update(
         hidden_act=str(_option(args, "activation_fn", "gelu")),
-        hidden_dropout_prob=layer.dropout_module.p,
-        attention_probs_dropout_prob=_option(args, "attention_dropout", 0.0),
         activation_dropout=layer.activation_dropout_module.p,
-        layer_norm_eps=layer.final_layer_norm.eps,
         normalize_before=bool(layer.normalize_before),
         layernorm_embedding=encoder.layernorm_embedding is not None,
         embed_scale=float(encoder.embed_scale),
         classifier_activation=str(_option(args, "pooler_activation_fn", "tanh")),
-        classifier_dropout=_option(args, "pooler_dropout", 0.0),
-        pad_token_id=dictionary.pad(),
-        bos_token_id=dictionary.bos(),
-        eos_token_id=dictionary.eos(),
         unk_token_id=dictionary.unk(),
         mask_token_id=_mask_index(dictionary),
-        fairseq_arch=_option(args, "arch"),
-        fairseq_task=checkpoint.task_name,
     )
     values.update(_position_options(checkpoint))
     values.update(_attention_options(checkpoint))
@@ -389,13 +376,6 @@ def struct_config(checkpoint: FairseqCheckpoint) -> Any:
         lm_head = checkpoint.model.encoder.lm_head
         values.update(
             output_vocab_size=lm_head.bias.numel(), tie_lm_head=_lm_head_is_tied(checkpoint)
-        )
-    else:
-        labels, problem_type = _labels(checkpoint)
-        values.update(
-            id2label=dict(enumerate(labels)),
-            label2id={label: index for index, label in enumerate(labels)},
-            problem_type=problem_type,
         )
     if checkpoint.kind == TOKEN_CLASSIFICATION:
         head = checkpoint.model.classification_heads[checkpoint.head_name]
@@ -604,6 +584,20 @@ def roberta_state_dict(checkpoint: FairseqCheckpoint, config: Any) -> Dict[str, 
 def roberta_config(checkpoint: FairseqCheckpoint) -> Any:
     from transformers import RobertaConfig
 
+    values = _common_config_values(checkpoint)
+    values.update(
+        hidden_act="gelu",
+        max_position_embeddings=checkpoint.sentence_encoder.embed_positions.num_embeddings,
+        type_vocab_size=1,
+    )
+    if checkpoint.kind == MASKED_LM:
+        values["tie_word_embeddings"] = _lm_head_is_tied(checkpoint)
+    return RobertaConfig(**values)
+
+
+def _common_config_values(checkpoint: FairseqCheckpoint) -> Dict[str, Any]:
+    """What both configurations (remote code and transformers' Roberta) take from a checkpoint
+    the same way: sizes, dropouts, special symbols, the source, and a fine-tune's labels."""
     args, encoder, dictionary = checkpoint.args, checkpoint.sentence_encoder, checkpoint.dictionary
     layer = encoder.layers[0]
     values: Dict[str, Any] = dict(
@@ -612,29 +606,24 @@ def roberta_config(checkpoint: FairseqCheckpoint) -> Any:
         num_hidden_layers=len(encoder.layers),
         num_attention_heads=args.encoder_attention_heads,
         intermediate_size=layer.fc1.out_features,
-        hidden_act="gelu",
         hidden_dropout_prob=layer.dropout_module.p,
         attention_probs_dropout_prob=_option(args, "attention_dropout", 0.0),
-        max_position_embeddings=encoder.embed_positions.num_embeddings,
-        type_vocab_size=1,
         layer_norm_eps=layer.final_layer_norm.eps,
+        classifier_dropout=_option(args, "pooler_dropout", 0.0),
         pad_token_id=dictionary.pad(),
         bos_token_id=dictionary.bos(),
         eos_token_id=dictionary.eos(),
-        classifier_dropout=_option(args, "pooler_dropout", 0.0),
         fairseq_arch=_option(args, "arch"),
         fairseq_task=checkpoint.task_name,
     )
-    if checkpoint.kind == MASKED_LM:
-        values["tie_word_embeddings"] = _lm_head_is_tied(checkpoint)
-    else:
+    if checkpoint.kind != MASKED_LM:
         labels, problem_type = _labels(checkpoint)
         values.update(
             id2label=dict(enumerate(labels)),
             label2id={label: index for index, label in enumerate(labels)},
             problem_type=problem_type,
         )
-    return RobertaConfig(**values)
+    return values
 
 
 # ----------------------------------------------------------------------------- building
