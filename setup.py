@@ -39,7 +39,7 @@ def pinned(names: tuple) -> list:
 
 
 def console_scripts() -> list:
-    """`name = fairseq_struct.commands:function` for every command of fairseq_struct/commands.py.
+    """`name = fairseq_struct.commands:run` for every command of fairseq_struct/commands.py.
 
     Read from the source (setup.py cannot import the package before its dependencies exist).
     """
@@ -50,10 +50,7 @@ def console_scripts() -> list:
             break
     else:
         raise RuntimeError("fairseq_struct/commands.py has no COMMANDS table")
-    return [
-        f"{name} = fairseq_struct.commands:{name.removeprefix('fairseq-struct-').replace('-', '_')}"
-        for name in commands
-    ]
+    return [f"{name} = fairseq_struct.commands:run" for name in commands]
 
 
 setup(

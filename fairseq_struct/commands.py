@@ -1,7 +1,8 @@
 """The console scripts that `pip install` puts on PATH, one for each command line of the package.
 
 `fairseq-struct-prepare ...` runs the same `main` as `python -m fairseq_struct.morph.prepare ...`,
-with the project's logging set first (`fixes.cli_logging`). The module is imported only when its
+with the project's logging set first (`fixes.cli_logging`): every script calls `run`, which
+finds the module by the name the script was called as. The module is imported only when its
 command runs, so each command loads what it needs and no more. setup.py's `console_scripts`
 lists every name of `COMMANDS`; tests/test_console_scripts.py checks the two agree.
 """
@@ -9,7 +10,7 @@ lists every name of `COMMANDS`; tests/test_console_scripts.py checks the two agr
 import importlib
 import os
 import sys
-from typing import Callable, Dict
+from typing import Dict
 
 from fairseq_struct.fixes.cli_logging import configure_logging
 
@@ -46,21 +47,11 @@ def program_name(module: str) -> str:
     return invoked if invoked in COMMANDS else f"python -m {module}"
 
 
-def entry_point_name(command: str) -> str:
-    """The attribute of this module that `command`'s console script calls."""
-    return command.removeprefix("fairseq-struct-").replace("-", "_")
-
-
-def _command(module_name: str) -> Callable[[], int]:
-    def run() -> int:
-        configure_logging()
-        status = importlib.import_module(module_name).main()
-        return status if isinstance(status, int) else 0  # some mains return their result
-
-    run.__doc__ = f"python -m {module_name}"
-    return run
-
-
-# One function per command, named by `entry_point_name`, for setup.py's entry points.
-for _name, _module in COMMANDS.items():
-    globals()[entry_point_name(_name)] = _command(_module)
+def run() -> int:
+    """The entry point of every console script: the `main` of the command it was called as."""
+    command = os.path.basename(sys.argv[0])
+    if command not in COMMANDS:
+        raise SystemExit(f"{command}: not a fairseq-struct command (one of: {', '.join(COMMANDS)})")
+    configure_logging()
+    status = importlib.import_module(COMMANDS[command]).main()
+    return status if isinstance(status, int) else 0  # some mains return their result
