@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make demo   set up .venv (or reuse it) and run the English→Turkish demo end to end
-#   make test   set up .venv (or reuse it) and run the test suite
+#   make test   set up .venv (or reuse it) and run the test suite (in parallel, a worker per core)
 #   make demo-mlm   the masked-LM demo (BERT, BERT2D, BERT-ELMo on synthetic Turkish)
 #   make demo-finetune   fine-tune those encoders on labelled Turkish, pretrained vs scratch
 #   make lint   black and isort in check mode, ruff's pyflakes checks (CI runs it before the tests)
@@ -29,8 +29,10 @@ demo-mlm: venv
 demo-finetune: venv
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash scripts/demo-finetune.sh
 
+# One pytest-xdist worker per core (`-n auto`); `--dist load` hands tests out in the order the
+# suite's conftest puts them (the longest first). PYTEST_ARGS adds options: make test PYTEST_ARGS="-x -k demo"
 test: venv
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m pytest -q tests
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m pytest -q -n auto --dist load tests $(PYTEST_ARGS)
 
 PYTHON_SOURCES := fairseq_struct tests benchmarks user_dir setup.py
 lint: venv

@@ -64,6 +64,9 @@ setup(
     # The probe files of seed 001 ship with the package (python -m fairseq_struct.eval.probes).
     package_data={"fairseq_struct.eval": ["probes_*.txt"]},
     install_requires=pinned(DIRECT_DEPENDENCIES),
-    extras_require={"test": pinned(("pytest",)), "hf": pinned(("transformers", "safetensors"))},
+    extras_require={
+        "test": pinned(("pytest", "pytest-xdist", "execnet")),
+        "hf": pinned(("transformers", "safetensors")),
+    },
     entry_points={"console_scripts": console_scripts()},
 )

@@ -7,10 +7,11 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional
 
 import pytest
 import torch
+from filelock import FileLock
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 USER_DIR = str(REPO_ROOT / "fairseq_struct")
@@ -22,6 +23,53 @@ requires_cuda = [
     pytest.mark.cuda,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; none here"),
 ]
+
+
+# The suite runs in parallel (`make test`: pytest-xdist, one worker per core, `--dist load`):
+# each worker computes with one thread, as the tools it starts do (`run_tool`), so that two
+# workers do not fight over the two cores of a small machine.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
+
+# Session fixtures that take minutes: the first test that needs each is started first, so that
+# the workers build them side by side; the other tests that read them run last, when they are
+# ready, instead of waiting for them on a worker that could run something else.
+LONG_FIXTURES = ("demo_translation_run", "demo_mlm_run")
+
+
+def pytest_collection_modifyitems(items: list) -> None:
+    builders, readers, others = [], [], []
+    for item in items:
+        needed = [name for name in LONG_FIXTURES if name in item.fixturenames]
+        if needed and not any(needed[0] in b.fixturenames for b in builders):
+            builders.append(item)
+        elif needed:
+            readers.append(item)
+        else:
+            others.append(item)
+    items[:] = builders + others + readers
+
+
+def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
+    """The directory `build(directory)` fills, made once per test session and shared by every
+    pytest-xdist worker: the first worker that asks builds it under a file lock, the others wait
+    for it and reuse it (a session fixture alone would build it once per worker). A build that
+    fails leaves no directory behind, so the next worker that asks tries again and fails too."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the directory of this session, above the workers' own
+    out = root / f"built-once-{name}"
+    with FileLock(str(root / f"built-once-{name}.lock")):
+        if not (out / ".complete").exists():
+            shutil.rmtree(out, ignore_errors=True)
+            out.mkdir()
+            try:
+                build(out)
+            except BaseException:
+                shutil.rmtree(out, ignore_errors=True)
+                raise
+            (out / ".complete").touch()
+    return out
 
 
 def venv_tool(name: str) -> str:
@@ -133,7 +181,10 @@ def assert_same_weights(first: dict, second: dict) -> None:
 def tiny_translation_data(tmp_path_factory) -> Path:
     """A small binarized copy task in SentencePiece-like pieces, made with stock
     fairseq-preprocess: enough for a few training updates and a generate run."""
-    root = tmp_path_factory.mktemp("tiny-translation")
+    return built_once(tmp_path_factory, "tiny-translation", _make_tiny_translation_data) / "bin"
+
+
+def _make_tiny_translation_data(root: Path) -> None:
     rng = random.Random(0)
     words = [f"\u2581w{i}" for i in range(40)]
     for split, size in (("train", 400), ("valid", 40), ("test", 40)):
@@ -162,7 +213,6 @@ def tiny_translation_data(tmp_path_factory) -> Path:
         ],
         cwd=root,
     )
-    return root / "bin"
 
 
 def tiny_train_args(data: Path, save_dir: Path, max_update: int) -> list:
@@ -227,11 +277,14 @@ def tiny_mlm_data(tmp_path_factory) -> dict:
     """Small masked-LM corpora binarized by stock `fairseq-preprocess --only-source`: pieces
     (words of 1-3 pieces, the first marked with ▁) and the same text as whole words, one
     sentence a line, documents of 4 sentences separated by empty lines."""
-    root = tmp_path_factory.mktemp("tiny-mlm")
+    root = built_once(tmp_path_factory, "tiny-mlm", _make_tiny_mlm_data)
+    return {units: root / units / "bin" for units in ("pieces", "words")}
+
+
+def _make_tiny_mlm_data(root: Path) -> None:
     rng = random.Random(0)
     stems = [f"\u2581s{i}" for i in range(30)]
     suffixes = [f"x{i}" for i in range(12)]
-    binarized = {}
     for units in ("pieces", "words"):
         (root / units).mkdir()
     for split, size in (("train", 400), ("valid", 40)):
@@ -264,8 +317,6 @@ def tiny_mlm_data(tmp_path_factory) -> dict:
             ],
             cwd=root,
         )
-        binarized[units] = root / units / "bin"
-    return binarized
 
 
 def tiny_mlm_train_args(data: Path, save_dir: Path, max_update: int, *extra: str) -> list:
@@ -342,69 +393,120 @@ def tools_first_on_path() -> str:
 # demo grammar, so the fine-tuning code reads exactly what it reads in real use.
 
 
-def _prepare_mlm(root: Path, name: str, *options: str) -> Path:
-    out = root / name
+def _prepare_mlm(text: Path, out: Path, *options: str) -> None:
     run_script(
         "prepare-mlm.sh",
         "--train",
-        str(root / "train.txt"),
+        str(text / "train.txt"),
         "--valid",
-        str(root / "valid.txt"),
+        str(text / "valid.txt"),
         "--out",
         str(out),
         *options,
         env={"PATH": tools_first_on_path()},
     )
-    return out
 
 
 @pytest.fixture(scope="session")
 def pretraining_text(tmp_path_factory) -> Path:
-    from fairseq_struct.demo_data.synthetic_en_tr import generate_corpus
+    def write(root: Path) -> None:
+        from fairseq_struct.demo_data.synthetic_en_tr import generate_corpus
 
-    root = tmp_path_factory.mktemp("pretraining")
-    turkish = [tr for _, tr in generate_corpus(700, seed=2)]
-    (root / "train.txt").write_text("\n".join(turkish[:600]) + "\n", encoding="utf-8")
-    (root / "valid.txt").write_text("\n".join(turkish[600:]) + "\n", encoding="utf-8")
-    return root
+        turkish = [tr for _, tr in generate_corpus(700, seed=2)]
+        (root / "train.txt").write_text("\n".join(turkish[:600]) + "\n", encoding="utf-8")
+        (root / "valid.txt").write_text("\n".join(turkish[600:]) + "\n", encoding="utf-8")
+
+    return built_once(tmp_path_factory, "pretraining-text", write)
 
 
-@pytest.fixture(scope="session")
-def pieces_bpe(pretraining_text) -> Path:
-    return _prepare_mlm(
-        pretraining_text, "pieces-bpe", "--units", "pieces", "--mode", "bpe", "--vocab-size", "400"
+def _prepared_mlm(tmp_path_factory, text: Path, name: str, *options: str) -> Path:
+    """`scripts/prepare-mlm.sh OPTIONS` on the pretraining text, once per session."""
+    return (
+        built_once(tmp_path_factory, name, lambda out: _prepare_mlm(text, out / "data", *options))
+        / "data"
     )
 
 
 @pytest.fixture(scope="session")
-def pieces_morph(pretraining_text) -> Path:
-    return _prepare_mlm(
-        pretraining_text,
-        "pieces-morph",
-        "--units",
-        "pieces",
-        "--mode",
-        "morph",
-        "--vocab-size",
-        "400",
-    )
+def pieces_bpe(pretraining_text, tmp_path_factory) -> Path:
+    options = ("--units", "pieces", "--mode", "bpe", "--vocab-size", "400")
+    return _prepared_mlm(tmp_path_factory, pretraining_text, "pieces-bpe", *options)
 
 
 @pytest.fixture(scope="session")
-def words(pretraining_text) -> Path:
-    return _prepare_mlm(pretraining_text, "words", "--units", "words")
+def pieces_morph(pretraining_text, tmp_path_factory) -> Path:
+    options = ("--units", "pieces", "--mode", "morph", "--vocab-size", "400")
+    return _prepared_mlm(tmp_path_factory, pretraining_text, "pieces-morph", *options)
+
+
+@pytest.fixture(scope="session")
+def words(pretraining_text, tmp_path_factory) -> Path:
+    return _prepared_mlm(tmp_path_factory, pretraining_text, "words", "--units", "words")
 
 
 @pytest.fixture(scope="session")
 def pretrained_bert2d(pieces_bpe, tmp_path_factory) -> Path:
-    save_dir = tmp_path_factory.mktemp("bert2d")
-    run_tool(
-        [
-            venv_tool("fairseq-train"),
-            *tiny_mlm_train_args(
-                pieces_bpe, save_dir, 30, "--arch", "bert2d_tiny", "--relative-positions", "4"
-            ),
-        ],
-        cwd=save_dir,
-    )
-    return save_dir / "checkpoint_last.pt"
+    def train(save_dir: Path) -> None:
+        run_tool(
+            [
+                venv_tool("fairseq-train"),
+                *tiny_mlm_train_args(
+                    pieces_bpe, save_dir, 30, "--arch", "bert2d_tiny", "--relative-positions", "4"
+                ),
+            ],
+            cwd=save_dir,
+        )
+
+    return built_once(tmp_path_factory, "pretrained-bert2d", train) / "checkpoint_last.pt"
+
+
+# ------------------------------------------------------------------------- the demos' runs
+# The README's demos, shrunk to a size the suite affords, run once per session (whichever
+# worker asks first) and shared: their own tests check every stage, and the tests that need a
+# trained model (the probes) read its checkpoints. One thread each: the suite's workers already
+# keep both cores busy.
+
+DEMO_TRAIN_PAIRS = 1500  # the full demo: 20,000 pairs, 800 updates (BLEU 98); this: BLEU ~58
+DEMO_MAX_UPDATE = 600
+DEMO_MLM_SENTENCES = 1500  # the full masked-LM demo: 20,000 sentences, 800 updates
+DEMO_MLM_MAX_UPDATE = 300
+
+
+def _run_demo(script: str, out: Path, environment: Dict[str, str]) -> None:
+    env = dict(environment, DEMO_THREADS="1", PYTHONWARNINGS="ignore")
+    result = run_script(script, timeout=1200, env=env)
+    (out / "output.txt").write_text(result.stdout + result.stderr, encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def demo_translation_run(tmp_path_factory) -> Path:
+    """`scripts/demo.sh` on DEMO_TRAIN_PAIRS pairs: work/ (raw text, checkpoints, eval-morph/),
+    data-bin/ and output.txt (what the script printed)."""
+
+    def run(out: Path) -> None:
+        environment = {
+            "DEMO_WORK": str(out / "work"),
+            "DEMO_DATA": str(out / "data-bin"),
+            "DEMO_TRAIN_PAIRS": str(DEMO_TRAIN_PAIRS),
+            "DEMO_MAX_UPDATE": str(DEMO_MAX_UPDATE),
+        }
+        _run_demo("demo.sh", out, environment)
+
+    return built_once(tmp_path_factory, "demo-translation", run)
+
+
+@pytest.fixture(scope="session")
+def demo_mlm_run(tmp_path_factory) -> Path:
+    """`scripts/demo-mlm.sh` on DEMO_MLM_SENTENCES sentences: work/ (bin-pieces/, bin-words/,
+    checkpoints-{roberta,bert2d,bert_elmo}/, validate-*.log, mlm_accuracy.json) and output.txt.
+    The script exits 1 (and this fixture fails) when an encoder does not beat its baseline."""
+
+    def run(out: Path) -> None:
+        environment = {
+            "DEMO_MLM_WORK": str(out / "work"),
+            "DEMO_MLM_SENTENCES": str(DEMO_MLM_SENTENCES),
+            "DEMO_MLM_MAX_UPDATE": str(DEMO_MLM_MAX_UPDATE),
+        }
+        _run_demo("demo-mlm.sh", out, environment)
+
+    return built_once(tmp_path_factory, "demo-mlm", run)

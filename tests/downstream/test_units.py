@@ -18,20 +18,22 @@ def pretraining_lines(run, count=50):
 
 
 @pytest.mark.parametrize("run_name", ["pieces_bpe", "pieces_morph"])
-def test_pieces_equal_the_pretraining_encoding_of_the_same_line(run_name, request):
+def test_pieces_equal_the_pretraining_encoding_of_the_same_line(
+    run_name, request, pretraining_text
+):
     run = request.getfixturevalue(run_name)
     units = PretrainingUnits.from_data_dir(run)
     assert (units.units, units.mode) == ("pieces", run_name.split("_")[1])
-    raw = (run.parent / "train.txt").read_text(encoding="utf-8").splitlines()[:50]
+    raw = (pretraining_text / "train.txt").read_text(encoding="utf-8").splitlines()[:50]
     cut = UnitCutter(units).cut([line.split() for line in raw])
     encoded = pretraining_lines(run)
     assert [" ".join(u for word in sentence for u in word) for sentence in cut] == encoded
 
 
-def test_words_are_the_moses_tokens_of_the_pretraining_text(words):
+def test_words_are_the_moses_tokens_of_the_pretraining_text(words, pretraining_text):
     units = PretrainingUnits.from_data_dir(words)
     assert units.tokens_are_words
-    raw = (words.parent / "train.txt").read_text(encoding="utf-8").splitlines()[:50]
+    raw = (pretraining_text / "train.txt").read_text(encoding="utf-8").splitlines()[:50]
     cut = UnitCutter(units).cut([line.split() for line in raw])
     assert [" ".join(u for w in s for u in w) for s in cut] == pretraining_lines(words)
     assert UnitCutter(units).cut([["Adana'da"]]) == [[["Adana", "'", "da"]]]

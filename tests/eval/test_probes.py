@@ -32,7 +32,6 @@ from fairseq_struct.eval.probes import (
 from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO = REPO / "demo-mlm-work"
 PROBE_FILES = REPO / "fairseq_struct" / "eval"
 
 EVERY_KIND = """\
@@ -436,13 +435,13 @@ DEMO_RUNS = [("bert_elmo", "bin-words"), ("bert2d", "bin-pieces")]
 
 
 @pytest.mark.parametrize("model, data", DEMO_RUNS)
-def test_cli_on_the_demo_checkpoints(model, data, tmp_path, capsys):
-    checkpoint = DEMO / f"checkpoints-{model}" / "checkpoint_best.pt"
-    if not checkpoint.exists():
-        pytest.skip(f"{checkpoint} is missing: run scripts/demo-mlm.sh to make the demo models")
+def test_cli_on_the_demo_checkpoints(model, data, demo_mlm_run, tmp_path, capsys):
+    """The session's masked-LM demo models (conftest's `demo_mlm_run`, scripts/demo-mlm.sh)."""
+    demo = demo_mlm_run / "work"
+    checkpoint = demo / f"checkpoints-{model}" / "checkpoint_best.pt"
     out = tmp_path / "probes.json"
     demo_probes = PROBE_FILES / "probes_demo_tr.txt"
-    argv = [str(checkpoint), "--data", str(DEMO / data), "--probes", str(demo_probes)]
+    argv = [str(checkpoint), "--data", str(demo / data), "--probes", str(demo_probes)]
     assert probes.main(argv + ["--json", str(out)]) == 0
     printed = capsys.readouterr().out
     for header in ("analogy", "contextuality", "wug", "probe words", "one-sided t prediction"):

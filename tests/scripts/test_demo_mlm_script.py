@@ -8,17 +8,16 @@ The table is checked against fairseq-validate's own records, and the baseline ag
 definition: roberta and bert2d read the same pieces with the same masks, so the same targets.
 The baseline is a weak bar: BERT-ELMo with every word embedding zeroed (positions only) still
 reaches 24.1% here against 19.35%, next to 25.2% with its words, so this shows that pretraining
-runs and learns, not what the character CNN adds."""
+runs and learns, not what the character CNN adds. The run is the session's shared masked-LM demo
+(conftest's `demo_mlm_run`), whose checkpoints the probe tests read too."""
 
 import json
 import re
 
 import torch
-from conftest import run_script
+from conftest import DEMO_MLM_MAX_UPDATE
 
 import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
-
-UPDATES = 300
 
 
 def _last_valid_record(log: str) -> dict:
@@ -27,18 +26,10 @@ def _last_valid_record(log: str) -> dict:
     return json.loads(records[-1])
 
 
-def test_demo_mlm_script_runs_every_stage_and_each_encoder_beats_the_baseline(tmp_path):
-    work = tmp_path / "work"
-    env = {
-        "DEMO_MLM_WORK": str(work),
-        "DEMO_MLM_SENTENCES": "1500",
-        "DEMO_MLM_MAX_UPDATE": str(UPDATES),
-        "DEMO_THREADS": "2",  # the 2 cores of the machine the suite runs on
-        "PYTHONWARNINGS": "ignore",
-    }
-    # Exit status 1 (run_script fails on it) would mean that a model did not beat its baseline.
-    result = run_script("demo-mlm.sh", timeout=1200, env=env)
-    output = result.stdout + result.stderr
+def test_demo_mlm_script_runs_every_stage_and_each_encoder_beats_the_baseline(demo_mlm_run):
+    # The script exits 1 (and the fixture fails) when a model does not beat its baseline.
+    output = (demo_mlm_run / "output.txt").read_text(encoding="utf-8")
+    work = demo_mlm_run / "work"
     assert "masked-token acc." in output and "unigram baseline" in output
     rows = json.loads((work / "mlm_accuracy.json").read_text())
     assert [row["model"] for row in rows] == ["roberta", "bert2d", "bert_elmo"]
@@ -54,6 +45,6 @@ def test_demo_mlm_script_runs_every_stage_and_each_encoder_beats_the_baseline(tm
             row["mlm_accuracy"] / row["unigram_accuracy"], 2
         )
         state = torch.load(work / f"checkpoints-{model}" / "checkpoint_last.pt")
-        assert state["optimizer_history"][-1]["num_updates"] == UPDATES
+        assert state["optimizer_history"][-1]["num_updates"] == DEMO_MLM_MAX_UPDATE
     by_model = {row["model"]: row for row in rows}
     assert by_model["roberta"]["unigram_accuracy"] == by_model["bert2d"]["unigram_accuracy"]

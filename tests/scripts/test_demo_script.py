@@ -2,34 +2,26 @@
 the run ends with sacreBLEU scores and signatures of a model that learnt to translate: BLEU >= 50
 on the 500 test sentences (the full demo, 20,000 pairs and 800 updates, reaches 98; 1,500 pairs
 and 600 updates give 58 here), one hypothesis per reference line, and scores that
-sacreBLEU gives again for the written hypotheses."""
+sacreBLEU gives again for the written hypotheses. The run is the session's shared demo model
+(conftest's `demo_translation_run`)."""
 
 import json
 
 import pytest
 import sacrebleu
-from conftest import run_script
 
 TEST_SENTENCES = 500  # scripts/demo.sh: --test 500
 
 
-def test_demo_script_runs_every_stage_and_prints_signed_scores(tmp_path):
-    env = {
-        "DEMO_WORK": str(tmp_path / "work"),
-        "DEMO_DATA": str(tmp_path / "data-bin"),
-        "DEMO_TRAIN_PAIRS": "1500",
-        "DEMO_MAX_UPDATE": "600",
-        "DEMO_THREADS": "2",  # the 2 cores of the machine the suite runs on
-        "PYTHONWARNINGS": "ignore",
-    }
-    result = run_script("demo.sh", timeout=900, env=env)
-    output = result.stdout + result.stderr
+def test_demo_script_runs_every_stage_and_prints_signed_scores(demo_translation_run):
+    output = (demo_translation_run / "output.txt").read_text(encoding="utf-8")
+    work = demo_translation_run / "work"
     assert "Zemberek recognises 100.00%" in output
     assert "BLEU" in output and "tok:13a" in output and "chrF2" in output
-    evaluation = tmp_path / "work" / "eval-morph"
+    evaluation = work / "eval-morph"
     report = json.loads((evaluation / "scores.json").read_text())
     hypotheses = (evaluation / "hyp.txt").read_text(encoding="utf-8").split("\n")
-    references = (tmp_path / "work" / "raw" / "test.tr").read_text(encoding="utf-8").split("\n")
+    references = (work / "raw" / "test.tr").read_text(encoding="utf-8").split("\n")
     assert hypotheses[-1] == references[-1] == ""  # one sentence a line, each line ended
     hypotheses, references = hypotheses[:-1], references[:-1]
     assert len(hypotheses) == len(references) == report["sentences"] == TEST_SENTENCES

@@ -14,23 +14,20 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import requires_cuda, tiny_mlm_task
+from conftest import requires_cuda
 from fairseq import utils
 from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
-from fairseq.criterions.sentence_prediction import SentencePredictionConfig
-from fairseq.data import Dictionary
+from training_steps import (
+    mlm_batch,
+    sentence_prediction_and_qa_steps,
+    token_classification_step,
+    translation_batch,
+)
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.criterions.extractive_qa import ExtractiveQACriterion
 from fairseq_struct.criterions.masked_lm_struct import MaskedLMStructCriterion
-from fairseq_struct.criterions.sentence_prediction_f1 import SentencePredictionF1Criterion
-from fairseq_struct.criterions.token_classification import TokenClassificationCriterion
 from fairseq_struct.models.bert_elmo import DictionaryCharacterEmbedding
-from fairseq_struct.modules.token_classification_heads import (
-    HEAD_TYPES,
-    SpanExtractionHead,
-    TokenClassificationHead,
-)
+from fairseq_struct.modules.token_classification_heads import HEAD_TYPES
 from fairseq_struct.tasks.masked_lm_struct import SENTENCE_PAIR_HEAD
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.testing.host_sync import HostSyncRecorder
@@ -76,25 +73,6 @@ def on_device(sample, device: str):
 # ------------------------------------------------------------------------------ translation
 
 
-def _translation_batch(dictionary: Dictionary):
-    torch.manual_seed(1)
-    src = torch.randint(4, len(dictionary), (3, 7))
-    src[0, 5:] = dictionary.pad()
-    target = torch.randint(4, len(dictionary), (3, 6))
-    target[1, 4:] = dictionary.pad()
-    prev = torch.cat([torch.full((3, 1), dictionary.eos()), target[:, :-1]], dim=1)
-    return {
-        "net_input": {
-            "src_tokens": src,
-            "src_lengths": torch.tensor([5, 7, 7]),
-            "prev_output_tokens": prev,
-        },
-        "target": target,
-        "ntokens": int(target.ne(dictionary.pad()).sum()),
-        "nsentences": 3,
-    }
-
-
 @pytest.mark.parametrize(
     "arch,overrides",
     [
@@ -109,7 +87,7 @@ def test_translation_training_step_has_no_host_sync(arch, overrides, device):
     model = build_model_from_arch(arch, dictionary, seed=0, **overrides).train().to(device)
     task = SimpleNamespace(target_dictionary=dictionary)
     criterion = LabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.1)
-    sample = on_device(_translation_batch(dictionary), device)
+    sample = on_device(translation_batch(dictionary), device)
 
     def step():
         loss, _, _ = criterion(model, sample)
@@ -126,7 +104,7 @@ def test_incremental_decoding_steps_have_no_host_sync(beam, device):
     dictionary = joined_dictionary(40)
     model = build_model_from_arch("tp_transformer_tiny", dictionary, seed=0).eval().to(device)
     model.set_beam_size(beam)
-    sample = on_device(_translation_batch(dictionary), device)
+    sample = on_device(translation_batch(dictionary), device)
     src = sample["net_input"]["src_tokens"].repeat_interleave(beam, dim=0)
     lengths = sample["net_input"]["src_lengths"].repeat_interleave(beam, dim=0)
     rows = src.size(0)
@@ -149,12 +127,6 @@ def test_incremental_decoding_steps_have_no_host_sync(beam, device):
 # ------------------------------------------------------------------------------- masked LM
 
 
-def _mlm_batch(data, tokens_are_words: bool = False, sentence_objective: str = "none"):
-    task = tiny_mlm_task(data, sentence_objective, tokens_are_words)
-    dataset = task.dataset("valid")
-    return task, dataset.collater([dataset[i] for i in range(6)])
-
-
 @pytest.mark.parametrize(
     "overrides,sentence_objective",
     [
@@ -168,7 +140,7 @@ def _mlm_batch(data, tokens_are_words: bool = False, sentence_objective: str = "
 def test_masked_lm_training_step_has_no_host_sync(
     tiny_mlm_data, overrides, sentence_objective, device
 ):
-    task, sample = _mlm_batch(tiny_mlm_data["pieces"], sentence_objective=sentence_objective)
+    task, sample = mlm_batch(tiny_mlm_data["pieces"], sentence_objective=sentence_objective)
     assert sample["masked_positions"].numel() > 0
     model = build_model_from_arch("bert2d_tiny", task.source_dictionary, seed=0, **overrides)
     if sentence_objective != "none":
@@ -196,7 +168,7 @@ def test_bert_elmo_training_step_has_no_host_sync_on_its_gpu_path(
             "embeds_distinct_words",
             staticmethod(lambda tokens: False),
         )
-    task, sample = _mlm_batch(tiny_mlm_data["words"], tokens_are_words=True)
+    task, sample = mlm_batch(tiny_mlm_data["words"], tokens_are_words=True)
     model = build_model_from_arch("bert_elmo_tiny", task.source_dictionary, seed=0)
     model.train().to(device)
     criterion = MaskedLMStructCriterion(task)
@@ -212,48 +184,9 @@ def test_bert_elmo_training_step_has_no_host_sync_on_its_gpu_path(
 # ------------------------------------------------------------------------------ fine-tuning
 
 
-def _piece_dictionary() -> Dictionary:
-    dictionary = Dictionary()
-    for i in range(30):
-        dictionary.add_symbol(("\u2581" if i % 2 else "") + f"p{i}")
-    dictionary.add_symbol("<mask>")
-    return dictionary
-
-
-def _encoder_batch(dictionary: Dictionary):
-    torch.manual_seed(2)
-    src = torch.randint(4, len(dictionary) - 1, (3, 9))
-    src[0, 7:] = dictionary.pad()
-    return {"src_tokens": src, "src_lengths": torch.tensor([7, 9, 9])}
-
-
 @pytest.mark.parametrize("head_type", HEAD_TYPES)
 def test_token_classification_training_step_has_no_host_sync(head_type):
-    dictionary = _piece_dictionary()
-    labels = Dictionary()
-    for tag in ("O", "B-PER", "I-PER", "B-LOC", "I-LOC"):
-        labels.add_symbol(tag)
-    model = build_model_from_arch("bert2d_tiny", dictionary, seed=0, position_embedding="2d")
-    head = TokenClassificationHead(128, 128, labels.symbols[labels.nspecial :], head_type)
-    model.classification_heads["tags"] = head
-    net_input = _encoder_batch(dictionary)
-    target = torch.randint(labels.nspecial, len(labels), net_input["src_tokens"].shape)
-    target[:, 1::2] = labels.pad()  # labels on the first piece of a word only
-    target[0, 7:] = labels.pad()
-    task = SimpleNamespace(
-        head=lambda m: m.classification_heads["tags"],
-        label_dictionary=labels,
-        cfg=SimpleNamespace(classification_head_name="tags", entity_fix=False),
-        metric="entity_f1",
-    )
-    criterion = TokenClassificationCriterion(task)
-    sample = {
-        "net_input": net_input,
-        "target": target,
-        "ntokens": 25,
-        "nsentences": 3,
-        "nwords": int(target.ne(labels.pad()).sum()),
-    }
+    model, criterion, sample = token_classification_step(head_type)
     model.train()
 
     def step():
@@ -264,36 +197,11 @@ def test_token_classification_training_step_has_no_host_sync(head_type):
 
 
 def test_sentence_prediction_and_qa_training_steps_have_no_host_sync():
-    dictionary = _piece_dictionary()
-    model = build_model_from_arch("bert2d_tiny", dictionary, seed=0, position_embedding="2d")
-    model.register_classification_head("sentence_classification_head", num_classes=2)
-    model.classification_heads["qa"] = SpanExtractionHead(128, 128)
-    net_input = _encoder_batch(dictionary)
-    classify = SentencePredictionF1Criterion(
-        SentencePredictionConfig(), SimpleNamespace(label_dictionary=None)
-    )
-    sentence_sample = {
-        "net_input": net_input,
-        "target": torch.tensor([0, 1, 1]),
-        "ntokens": 25,
-        "nsentences": 3,
-    }
-    qa_task = SimpleNamespace(
-        cfg=SimpleNamespace(classification_head_name="qa", max_answer_length=5),
-        target_dictionary=dictionary,
-    )
-    answer = ExtractiveQACriterion(qa_task)
-    qa_sample = {
-        "net_input": net_input,
-        "start_positions": torch.tensor([1, 2, 3]),
-        "end_positions": torch.tensor([2, 4, 3]),
-        "ntokens": 25,
-        "nsentences": 3,
-    }
+    model, steps = sentence_prediction_and_qa_steps()
     model.train()
 
     def step():
-        for criterion, sample in ((classify, sentence_sample), (answer, qa_sample)):
+        for criterion, sample in steps:
             loss, _, _ = criterion(model, sample)
             loss.backward()
 
@@ -304,7 +212,7 @@ def test_the_recorder_finds_a_sync_added_back():
     """The checks above fail when a model syncs: a step that reads a count back is caught."""
     dictionary = joined_dictionary(40)
     model = build_model_from_arch("tp_transformer_tiny", dictionary, seed=0).train()
-    sample = _translation_batch(dictionary)
+    sample = translation_batch(dictionary)
 
     def step():
         out, _ = model(**sample["net_input"])
