@@ -61,7 +61,7 @@ class OnOtherDevice(torch.Tensor):
         wrapper.cpu_values = values
         return wrapper
 
-    # Reading values back to Python, as `.tolist()` / `.numpy()` of a CUDA tensor copy them.
+    # `.tolist()` copies the values to the host, as from CUDA; `.numpy()` is refused, as for CUDA.
     def tolist(self) -> Any:
         return self.cpu_values.tolist()
 
