@@ -38,11 +38,6 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 LONG_FIXTURES = ("demo_translation_run", "demo_mlm_run")
 
 
-def pytest_sessionfinish() -> None:
-    if _preloaded is not None:
-        _preloaded.close()
-
-
 def pytest_collection_modifyitems(items: list) -> None:
     builders, readers, others = [], [], []
     for item in items:
@@ -87,6 +82,11 @@ def venv_tool(name: str) -> str:
 
 
 _preloaded: Optional[PreloadedPython] = None
+
+
+def pytest_sessionfinish() -> None:
+    if _preloaded is not None:
+        _preloaded.close()
 
 
 def run_tool(args: list, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -413,20 +413,6 @@ def tools_first_on_path() -> str:
 # demo grammar, so the fine-tuning code reads exactly what it reads in real use.
 
 
-def _prepare_mlm(text: Path, out: Path, *options: str) -> None:
-    run_script(
-        "prepare-mlm.sh",
-        "--train",
-        str(text / "train.txt"),
-        "--valid",
-        str(text / "valid.txt"),
-        "--out",
-        str(out),
-        *options,
-        env={"PATH": tools_first_on_path()},
-    )
-
-
 @pytest.fixture(scope="session")
 def pretraining_text(tmp_path_factory) -> Path:
     def write(root: Path) -> None:
@@ -441,10 +427,21 @@ def pretraining_text(tmp_path_factory) -> Path:
 
 def _prepared_mlm(tmp_path_factory, text: Path, name: str, *options: str) -> Path:
     """`scripts/prepare-mlm.sh OPTIONS` on the pretraining text, once per session."""
-    return (
-        built_once(tmp_path_factory, name, lambda out: _prepare_mlm(text, out / "data", *options))
-        / "data"
-    )
+
+    def prepare(out: Path) -> None:
+        run_script(
+            "prepare-mlm.sh",
+            "--train",
+            str(text / "train.txt"),
+            "--valid",
+            str(text / "valid.txt"),
+            "--out",
+            str(out / "data"),
+            *options,
+            env={"PATH": tools_first_on_path()},
+        )
+
+    return built_once(tmp_path_factory, name, prepare) / "data"
 
 
 @pytest.fixture(scope="session")

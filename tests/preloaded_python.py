@@ -11,8 +11,8 @@ a fork cannot take (a hash seed, a path, another thread library setting) runs as
 subprocess, as does everything else.
 
 The server process never computes (no thread pool exists when it forks); each child sets its
-thread count from OMP_NUM_THREADS, its warning filters from PYTHONWARNINGS, reseeds its random
-generators, and exits like an interpreter (atexit handlers, logging shutdown, flushed streams).
+thread count from OMP_NUM_THREADS, reseeds its random generators, and exits like an interpreter
+(atexit handlers, logging shutdown, flushed streams).
 """
 
 import json
@@ -35,7 +35,7 @@ _FAIRSEQ_PROGRAMS = ("fairseq-train", "fairseq-preprocess", "fairseq-generate", 
 # whose import sets it up otherwise (a task module calls logging.basicConfig: stderr, DEBUG); the
 # other programs import fairseq first, so they keep what fairseq's import made.
 _LOGGING_BEFORE_FAIRSEQ = ("fairseq-train",)
-_PRELOADED_MODULES = ("fairseq_struct.", "fairseq_cli.")
+_PRELOADED_MODULES = ("fairseq_struct.",)
 
 _SERVER = r"""
 import json, logging, os, sys
@@ -51,7 +51,7 @@ requests, replies = sys.stdin, sys.stdout
 
 
 def run_child(request):
-    import atexit, logging, random, runpy, traceback
+    import atexit, random, runpy, traceback
 
     import numpy
 
@@ -129,6 +129,7 @@ class PreloadedPython:
     def __init__(self, python: str, env: Dict[str, str]) -> None:
         self.python = python
         self.env = env
+        self.startup_settings = _startup_settings(env)
         self.bin = Path(python).parent
         self.server: Optional[subprocess.Popen] = None
         self.pending = b""
@@ -136,7 +137,7 @@ class PreloadedPython:
     def handles(self, args: List, env: Dict[str, str]) -> bool:
         """A fairseq program or `python -m fairseq_struct...` of this interpreter, with the
         server's interpreter settings."""
-        if _startup_settings(env) != _startup_settings(self.env):
+        if _startup_settings(env) != self.startup_settings:
             return False
         program = Path(str(args[0]))
         if program.parent == self.bin and program.name in _FAIRSEQ_PROGRAMS:

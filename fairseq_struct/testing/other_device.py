@@ -42,7 +42,7 @@ _MIXING_ALLOWED = {
 
 
 class OnOtherDevice(torch.Tensor):
-    """A tensor that reports `OTHER_DEVICE` and keeps its values in a CPU tensor, `cpu`."""
+    """A tensor that reports `OTHER_DEVICE` and keeps its values in a CPU tensor, `cpu_values`."""
 
     cpu_values: torch.Tensor
 
@@ -88,8 +88,7 @@ def _is_other_device(device: Any) -> bool:
     return device is not None and torch.device(device) == OTHER_DEVICE
 
 
-def _refuse_cpu_operands(func, flat_args: list) -> None:
-    emulated = [arg for arg in flat_args if isinstance(arg, OnOtherDevice)]
+def _refuse_cpu_operands(func, flat_args: list, emulated: list) -> None:
     if not emulated or func in _MIXING_ALLOWED:
         return
     on_cpu = [
@@ -125,8 +124,8 @@ class OtherDevice(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         flat_args, _ = tree_flatten((args, kwargs))
-        _refuse_cpu_operands(func, flat_args)
-        emulated_inputs = any(isinstance(arg, OnOtherDevice) for arg in flat_args)
+        emulated = [arg for arg in flat_args if isinstance(arg, OnOtherDevice)]
+        _refuse_cpu_operands(func, flat_args, emulated)
         if "device" in kwargs:
             # A factory function or a copy that names its device: the emulated device gives
             # an emulated tensor, any other one a plain tensor (`.cpu()`, `torch.arange(n)`).
@@ -134,7 +133,7 @@ class OtherDevice(TorchDispatchMode):
             if wrap_result:
                 kwargs = dict(kwargs, device=torch.device("cpu"))
         else:
-            wrap_result = emulated_inputs
+            wrap_result = bool(emulated)
         result = func(*tree_map(_unwrap, args), **tree_map(_unwrap, kwargs))
         if not wrap_result or func is torch.ops.aten._local_scalar_dense.default:
             return result
