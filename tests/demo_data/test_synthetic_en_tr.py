@@ -214,9 +214,9 @@ def test_cli_writes_the_six_files(tmp_path, capsys):
 @pytest.fixture(scope="module")
 def morphology():
     pytest.importorskip("zemberek", reason="zemberek-python is not installed")
-    from fairseq_struct.eval.zemberek_coverage import build_morphology
+    from fairseq_struct.morph.zemberek.loading import load_morphology
 
-    return build_morphology()
+    return load_morphology()
 
 
 def test_zemberek_recognises_at_least_97_percent_of_turkish_tokens(morphology):
