@@ -7,12 +7,12 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import pytest
 import torch
 from filelock import FileLock
-from preloaded_python import PreloadedPython
+from preloaded_python import PreloadedPython, startup_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 USER_DIR = str(REPO_ROOT / "fairseq_struct")
@@ -81,24 +81,30 @@ def venv_tool(name: str) -> str:
     return str(beside) if beside.exists() else shutil.which(name) or str(beside)
 
 
-_preloaded: Optional[PreloadedPython] = None
+# One preloaded server per set of interpreter start-up settings (the suite's; PYTHONHASHSEED=0
+# for the golden preparations), each started by the first command that needs it.
+_preloaded: Dict[Tuple[Tuple[str, str], ...], PreloadedPython] = {}
 
 
 def pytest_sessionfinish() -> None:
-    if _preloaded is not None:
-        _preloaded.close()
+    for server in _preloaded.values():
+        server.close()
 
 
-def run_tool(args: list, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`args` in a process of its own, one thread, warnings off; fails with the end of its
-    standard error unless it exits 0. fairseq's programs and `python -m fairseq_struct...` are
-    forked from a process that has imported torch and fairseq already (`PreloadedPython`)."""
-    global _preloaded
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-    if _preloaded is None:
-        _preloaded = PreloadedPython(sys.executable, env)
-    if _preloaded.handles(args, env):
-        result = _preloaded.run(args, cwd=cwd, env=env, timeout=timeout)
+def run_tool(
+    args: list, cwd: Path, timeout: int = 600, env: Optional[Dict[str, str]] = None
+) -> subprocess.CompletedProcess:
+    """`args` in a process of its own, one thread, warnings off, with the variables `env` added;
+    fails with the end of its standard error unless it exits 0. fairseq's programs, `python -m
+    fairseq_struct...` and the benchmarks are forked from a process that has imported torch and
+    fairseq already (`PreloadedPython`)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore", **(env or {}))
+    settings = startup_settings(env)
+    key = tuple(sorted(settings.items()))
+    if key not in _preloaded:
+        _preloaded[key] = PreloadedPython(sys.executable, env)
+    if _preloaded[key].handles(args, env):
+        result = _preloaded[key].run(args, cwd=cwd, env=env, timeout=timeout)
     else:
         result = subprocess.run(
             args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout

@@ -36,6 +36,8 @@ _FAIRSEQ_PROGRAMS = ("fairseq-train", "fairseq-preprocess", "fairseq-generate", 
 # other programs import fairseq first, so they keep what fairseq's import made.
 _LOGGING_BEFORE_FAIRSEQ = ("fairseq-train",)
 _PRELOADED_MODULES = ("fairseq_struct.",)
+# The project's benchmarks (`python benchmarks/bench_*.py`): each imports torch and fairseq.
+_PRELOADED_SCRIPTS_DIR, _PRELOADED_SCRIPTS_PREFIX = "benchmarks", "bench_"
 
 _SERVER = r"""
 import json, logging, os, sys
@@ -129,24 +131,28 @@ class PreloadedPython:
     def __init__(self, python: str, env: Dict[str, str]) -> None:
         self.python = python
         self.env = env
-        self.startup_settings = _startup_settings(env)
+        self.startup_settings = startup_settings(env)
         self.bin = Path(python).parent
         self.server: Optional[subprocess.Popen] = None
         self.pending = b""
 
     def handles(self, args: List, env: Dict[str, str]) -> bool:
-        """A fairseq program or `python -m fairseq_struct...` of this interpreter, with the
-        server's interpreter settings."""
-        if _startup_settings(env) != self.startup_settings:
+        """A fairseq program, `python -m fairseq_struct...` or one of the project's benchmark
+        scripts, of this interpreter, with the server's interpreter settings."""
+        if startup_settings(env) != self.startup_settings:
             return False
         program = Path(str(args[0]))
         if program.parent == self.bin and program.name in _FAIRSEQ_PROGRAMS:
             return True
+        if str(program) != self.python or len(args) < 2:
+            return False
+        if args[1] == "-m":
+            return len(args) > 2 and str(args[2]).startswith(_PRELOADED_MODULES)
+        script = Path(str(args[1]))
         return (
-            str(program) == self.python
-            and len(args) > 2
-            and args[1] == "-m"
-            and str(args[2]).startswith(_PRELOADED_MODULES)
+            script.parent.name == _PRELOADED_SCRIPTS_DIR
+            and script.name.startswith(_PRELOADED_SCRIPTS_PREFIX)
+            and script.suffix == ".py"
         )
 
     def run(
@@ -208,7 +214,8 @@ class PreloadedPython:
         return json.loads(line)
 
 
-def _startup_settings(env: Dict[str, str]) -> Dict[str, str]:
+def startup_settings(env: Dict[str, str]) -> Dict[str, str]:
+    """The variables of `env` that a forked child cannot take from its request."""
     return {
         key: value
         for key, value in env.items()

@@ -59,6 +59,22 @@ def test_what_a_fork_cannot_take_is_left_to_a_new_process(preloaded):
     assert preloaded.handles(module, dict(ENV, OMP_NUM_THREADS="2"))  # the child sets it
     assert not preloaded.handles([sys.executable, "-m", "sacrebleu"], ENV)  # no fairseq in it
     assert not preloaded.handles([venv_tool("torchrun"), "x.py"], ENV)
+    assert preloaded.handles([sys.executable, "benchmarks/bench_prepare_scale.py"], ENV)
+    assert not preloaded.handles([sys.executable, "scripts/other.py"], ENV)
+
+
+def test_a_script_runs_as_main_with_its_directory_on_the_path(preloaded, tmp_path):
+    scripts = tmp_path / "benchmarks"
+    scripts.mkdir()
+    (scripts / "helper_module.py").write_text("VALUE = 7\n", encoding="utf-8")
+    code = "import sys, helper_module\nif __name__ == '__main__':\n    print(helper_module.VALUE, sys.argv[1:])\n"
+    (scripts / "bench_probe.py").write_text(code, encoding="utf-8")
+    args = [sys.executable, "benchmarks/bench_probe.py", "--x", "1"]
+    assert preloaded.handles(args, ENV)
+    forked = preloaded.run(args, cwd=tmp_path, env=ENV, timeout=60)
+    fresh = subprocess.run(args, cwd=tmp_path, env=ENV, capture_output=True, text=True)
+    assert (forked.returncode, forked.stdout) == (fresh.returncode, fresh.stdout)
+    assert forked.stdout == "7 ['--x', '1']\n"
 
 
 def test_a_command_past_its_timeout_is_killed(preloaded, tmp_path):

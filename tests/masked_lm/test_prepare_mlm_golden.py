@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 import pytest
-from conftest import REPO_ROOT, SHARED_DATA
+from conftest import REPO_ROOT, SHARED_DATA, run_tool
 
 from fairseq_struct.demo_data.synthetic_en_tr import generate_corpus
 
@@ -150,7 +150,8 @@ def prepare_command(raw: Dict[str, Path], out: Path, units: str, vocab_size: int
 
 def run_prepare(arguments: List[str], program: Sequence[str]) -> subprocess.CompletedProcess:
     """With PYTHONHASHSEED=0, as scripts/prepare-mlm.sh runs it: some of Zemberek's analyses
-    depend on the string hash seed. In a session of its own, which a killed run kills whole."""
+    depend on the string hash seed. A new process in a session of its own, which a killed run
+    kills whole (the finished runs, `prepared`, go through `run_tool`, the same settings)."""
     env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
     return subprocess.run(
         [sys.executable, *program, *arguments],
@@ -164,8 +165,8 @@ def run_prepare(arguments: List[str], program: Sequence[str]) -> subprocess.Comp
 
 
 def prepared(arguments: List[str]) -> Path:
-    result = run_prepare(arguments, ["-m", "fairseq_struct.masked_lm.prepare"])
-    assert result.returncode == 0, result.stderr[-3000:]
+    program = [sys.executable, "-m", "fairseq_struct.masked_lm.prepare"]
+    run_tool(program + arguments, cwd=REPO_ROOT, env={"PYTHONHASHSEED": "0"})
     return Path(arguments[arguments.index("--out-dir") + 1])
 
 

