@@ -38,6 +38,7 @@ COMMANDS: Dict[str, str] = {
     "fairseq-struct-mlm-summary": "fairseq_struct.eval.masked_lm_summary",
     "fairseq-struct-zemberek-coverage": "fairseq_struct.eval.zemberek_coverage",
     "fairseq-struct-export-hf": "fairseq_struct.export.hf",
+    "fairseq-struct-grid-translation": "fairseq_struct.grid.translation",
 }
 
 

@@ -210,7 +210,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         "--preset",
         choices=sorted(PRESETS),
-        help="the paper's subsets: opensubtitles = " + " ".join(PRESETS["opensubtitles"]),
+        # argparse formats help with %: the presets' percentages are escaped.
+        help="the paper's subsets: opensubtitles = "
+        + " ".join(PRESETS["opensubtitles"]).replace("%", "%%"),
     )
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     args = parser.parse_args(argv)

@@ -5,15 +5,21 @@ SentencePiece pieces that never cross a morpheme boundary). This task is fairseq
 `translation` task, so `--eval-bleu`, BLEU-based checkpoint selection and early stopping all
 work, plus one thing: whatever is scored or printed as detokenized text (`--eval-bleu` during
 training; `D-` lines and `--scoring` in `fairseq-generate`) is first turned back into plain
-words: pieces joined, morpheme boundary marks removed.
+words: pieces joined, morpheme boundary marks removed. And a repair: fairseq logs no `bleu` for
+a validation whose hypotheses are all empty (an early model may output only end-of-sentence), so
+training with `--best-checkpoint-metric bleu` stopped there with `KeyError: 'bleu'`; this task
+logs BLEU 0 for it, which is what sacreBLEU gives empty hypotheses.
 """
 
 from dataclasses import dataclass, field
 
+from fairseq.logging import metrics
 from fairseq.tasks import register_task
-from fairseq.tasks.translation import TranslationConfig, TranslationTask
+from fairseq.tasks.translation import EVAL_BLEU_ORDER, TranslationConfig, TranslationTask
 
 from fairseq_struct.pieces.markers import pieces_to_text
+
+_BLEU_TOTALS = tuple(f"_bleu_totals_{order}" for order in range(EVAL_BLEU_ORDER))
 
 
 class PiecesToText:
@@ -65,3 +71,10 @@ class TranslationMorphTask(TranslationTask):
         if args is None and self.cfg.detokenize_output:
             return PiecesToText()
         return super().build_bpe(args)
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        super().reduce_metrics(logging_outputs, criterion)
+        # Only validation outputs carry the n-gram totals (training's never do).
+        totals = [log[key] for log in logging_outputs for key in _BLEU_TOTALS if key in log]
+        if self.cfg.eval_bleu and totals and not any(totals):
+            metrics.log_scalar("bleu", 0.0)

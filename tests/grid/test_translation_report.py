@@ -1,0 +1,159 @@
+"""The translation grid's report on fixed inputs: table values (mean ± sample std over seeds),
+significance marks against the baseline, a missing seed, the density table, curves, commands."""
+
+import json
+import statistics
+
+import pytest
+
+from fairseq_struct.eval.score import corpus_scores
+from fairseq_struct.grid.translation import System, TranslationGrid
+from fairseq_struct.grid.translation_report import write_report
+
+REFERENCES = [
+    "Kitabı okudum.",
+    "Evlerimizden çıktık.",
+    "Okula gidiyorlar.",
+    "Yarın geleceğim.",
+    "Çocuklar bahçede oynuyor.",
+    "Bu kitabı sevmedim.",
+] * 5  # 30 sentences: enough for the bootstrap to call a large difference significant
+SEGMENTED = [
+    "Kitab￭ı oku￭du￭m.",
+    "Ev￭ler￭imiz￭den çık￭tı￭k.",
+    "Okul￭a gid￭iyor￭lar.",
+    "Yarın gel￭eceğ￭im.",
+    "Çocuk￭lar bahçe￭de oyn￭uyor.",
+    "Bu kitab￭ı sev￭me￭di￭m.",
+] * 5
+BASELINE = System("bpe", "transformer_relpos")
+BETTER = System("morph", "transformer_relpos")  # the references themselves
+WORSE = System("bpe", "tp_transformer")  # one word per sentence
+SAME = System("morph", "tp_transformer")  # the baseline's hypotheses
+
+
+def _baseline_hypothesis(line: str, seed: int) -> str:
+    words = line.split()
+    return " ".join(words[:-1] + (["x"] if seed == 1 else ["y", "z"]))
+
+
+HYPOTHESES = {
+    BASELINE: _baseline_hypothesis,
+    BETTER: lambda line, seed: line,
+    WORSE: lambda line, seed: line.split()[0],
+    SAME: _baseline_hypothesis,
+}
+
+
+def write_run(grid: TranslationGrid, system: System, seed: int, curve) -> dict:
+    run = grid.run_dir(system, seed)
+    (run / "eval").mkdir(parents=True)
+    hypotheses = [HYPOTHESES[system](line, seed) for line in REFERENCES]
+    (run / "eval" / "hyp.txt").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    scores = {name: score.score for name, score in corpus_scores(hypotheses, REFERENCES).items()}
+    record = {"scores": {name: {"score": value} for name, value in scores.items()}}
+    (run / "eval" / "scores.json").write_text(json.dumps(record), encoding="utf-8")
+    log = [
+        f"2026-11-25 10:00:00 | INFO | valid | epoch 00{i} | valid on 'valid' subset | loss 3.1 | "
+        f"bleu {bleu} | wps 100 | num_updates {updates} | best_bleu {bleu}"
+        for i, (updates, bleu) in enumerate(curve, start=1)
+    ]
+    (run / "train.log").write_text("\n".join(log) + "\n", encoding="utf-8")
+    for step, seconds in (("train", 600.0), ("evaluate", 30.0)):
+        marker = {"command": f"{step} {system.name} {seed}", "wall_seconds": seconds}
+        (run / f".{step}.done.json").write_text(json.dumps(marker), encoding="utf-8")
+    return scores
+
+
+@pytest.fixture
+def grid_dir(tmp_path) -> tuple:
+    grid = TranslationGrid(
+        train="raw/train",
+        valid="raw/valid",
+        test="raw/test",
+        tgt_lang="tr",
+        out=tmp_path / "grid",
+        seeds=(1, 2),
+        systems=(BASELINE, BETTER, WORSE, SAME),
+        max_update=200,
+    )
+    for mode in ("bpe", "morph"):
+        data = grid.data_dir(mode)
+        data.mkdir(parents=True)
+        (data / "test.raw.tr").write_text("\n".join(REFERENCES) + "\n", encoding="utf-8")
+        (data / "test.sp.tr").write_text(
+            "\n".join("▁" + " ▁".join(line.split()) for line in REFERENCES) + "\n",
+            encoding="utf-8",
+        )
+    (grid.data_dir("morph") / "test.seg.tr").write_text("\n".join(SEGMENTED) + "\n")
+    scores = {}
+    for system in grid.systems:
+        for seed in grid.seeds:
+            if system == WORSE and seed == 2:
+                continue  # a seed that did not finish
+            scores[system, seed] = write_run(grid, system, seed, [(100, 5.0), (200, 7.5)])
+    return grid, scores
+
+
+def table_row(report: str, system: System) -> str:
+    return next(
+        line
+        for line in report.splitlines()
+        if line.startswith(f"| {system.arch}") and f"| {system.mode} |" in line
+    )
+
+
+def test_table_has_mean_and_sample_std_over_seeds_and_marks_significance(grid_dir):
+    grid, scores = grid_dir
+    report = write_report(grid, ["python", "-m", "fairseq_struct.grid.translation"])
+    text = report.read_text(encoding="utf-8")
+    record = json.loads((grid.out / "report.json").read_text(encoding="utf-8"))
+
+    baseline_bleu = [scores[BASELINE, seed]["BLEU"] for seed in (1, 2)]
+    expected = f"{statistics.fmean(baseline_bleu):.2f} ± {statistics.stdev(baseline_bleu):.2f}"
+    assert table_row(text, BASELINE).split(" | ")[2] == expected
+    assert "(baseline)" in table_row(text, BASELINE)
+    # The references themselves: significantly better on both metrics, for both seeds.
+    better = table_row(text, BETTER)
+    assert "100.00 ± 0.00 (p 0.001)*" in better
+    better_record = next(s for s in record["systems"] if s["name"] == BETTER.name)
+    assert set(better_record["significance"]["BLEU"]["p_values"]) == {"1", "2"}
+    # One word per sentence: significantly worse, marked †; its seed 2 is missing.
+    worse = table_row(text, WORSE)
+    assert f"{scores[WORSE, 1]['BLEU']:.2f} (p 0.001)†" in worse
+    assert "| 1/2 (missing: 2) |" in worse
+    # The baseline's own hypotheses: p = 1, no mark.
+    assert "(p 1.000) |" in table_row(text, SAME)
+    assert "10.0 min" in table_row(text, BASELINE)
+    assert "| 200 |" in table_row(text, BASELINE)
+
+
+def test_density_statistics_curves_and_commands(grid_dir):
+    grid, _ = grid_dir
+    report = write_report(grid, ["python", "-m", "fairseq_struct.grid.translation", "--x"])
+    text = report.read_text(encoding="utf-8")
+    record = json.loads((grid.out / "report.json").read_text(encoding="utf-8"))
+
+    # Morphemes per word of SEGMENTED's lines: 5/2, 7/2, 5/2, 4/2, 6/3, 7/3 (five times each).
+    buckets = {row["label"]: row["sentences"] for row in record["density"]["buckets"]}
+    assert {label: count for label, count in buckets.items() if count} == {
+        "[2.00, 2.25)": 10, "[2.25, 2.50)": 5, "[2.50, 3.00)": 10, "[3.00, inf)": 5,
+    }  # fmt: skip
+    assert "| [2.50, 3.00) | 10 | 2.500 |" in text
+    assert (grid.out / "density.png").stat().st_size > 0
+    assert (grid.out / "curves.png").stat().st_size > 0
+    assert record["test_set"]["morphemes per word"] == pytest.approx(34 / 14)
+    assert record["test_set"]["pieces per word (bpe)"] == 1.0
+    run = record["systems"][0]["runs"][0]
+    assert run["validation_bleu"] == [[100, 5.0], [200, 7.5]] and run["updates"] == 200
+    assert "python -m fairseq_struct.grid.translation --x" in text
+    assert record["versions"]["sacrebleu"]
+
+
+def test_a_grid_without_finished_runs_reports_them_missing(tmp_path):
+    grid = TranslationGrid(
+        train="a", valid="b", test="c", tgt_lang="tr", out=tmp_path / "grid", seeds=(1,)
+    )
+    text = write_report(grid, ["python"]).read_text(encoding="utf-8")
+    assert text.count("| 0/1 (missing: 1) |") == 4
+    assert "By morphological density" not in text and "curves.png" not in text
