@@ -168,13 +168,31 @@ def _ner_tags(split: str, sentences: list, report: Dict[str, object]) -> List[Li
     return tagged
 
 
-def _tag_labels(train_tags: List[List[str]], ner: bool) -> List[str]:
-    seen = {tag for tags in train_tags for tag in tags}
+def _tag_labels(tags: Dict[str, List[List[str]]], ner: bool) -> Tuple[List[str], Dict[str, list]]:
+    """The label set of a tagging task and, for each other split, what it has that the training
+    split lacks (reported; such labels are never learnt, so they are scored as misses).
+
+    POS: the 17 UD UPOS tags (the reader refuses any other), so that a test treebank may use a
+    tag the training one lacks (UD BOUN's SCONJ, which IMST's training split never has). NER:
+    O plus B- and I- of every entity type of any split, so that the gold entities of a type the
+    training split lacks stay in the scores, as misses.
+    """
     if not ner:
-        return sorted(seen)
-    types = sorted({split_tag(tag)[1] for tag in seen if tag != "O"})
+        train_tags = {tag for sentence in tags["train"] for tag in sentence}
+        unseen = {
+            split: sorted({tag for sentence in split_tags for tag in sentence} - train_tags)
+            for split, split_tags in tags.items()
+        }
+        return sorted(readers.UPOS_TAGS), {split: found for split, found in unseen.items() if found}
+    types = {
+        split: {split_tag(tag)[1] for sentence in split_tags for tag in sentence if tag != "O"}
+        for split, split_tags in tags.items()
+    }
+    all_types = sorted(set().union(*types.values()))
+    unseen = {split: sorted(found - types["train"]) for split, found in types.items()}
     # Both B- and I- of every type, so that a model can predict any well-formed entity.
-    return ["O"] + [f"{prefix}-{kind}" for kind in types for prefix in ("B", "I")]
+    labels = ["O"] + [f"{prefix}-{kind}" for kind in all_types for prefix in ("B", "I")]
+    return labels, {split: found for split, found in unseen.items() if found}
 
 
 def _check_known(split: str, items: list, labels_of, known: Sequence[str], source=None) -> None:
@@ -224,12 +242,19 @@ def _write_tagging(data, cutter, dictionary, args, report) -> List[str]:
         )
         for split, sentences in data.items()
     }
-    labels = _tag_labels(tags["train"], ner)
+    labels, unseen = _tag_labels(tags, ner)
+    report["labels_not_in_training"] = unseen
+    for split, found in unseen.items():
+        logger.warning(
+            "the %s split has %s that the training split never has: %s (never learnt, they "
+            "count as misses in the scores)",
+            split,
+            "entity types" if ner else "tags",
+            ", ".join(found),
+        )
     label_dict = label_dictionary(labels)
     save_dictionary(label_dict, args.out_dir / "labels" / "dict.txt")
     for split, sentences in data.items():
-        indexed = list(zip(sentences, tags[split]))
-        _check_known(split, indexed, lambda pair: pair[1], labels, lambda pair: pair[0])
         counts = CutCounts()
         units = cutter.cut([sentence.words for sentence in sentences])
         windows = [

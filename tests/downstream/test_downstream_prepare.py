@@ -5,6 +5,7 @@ import json
 from fairseq.data import Dictionary, data_utils
 
 from fairseq_struct.downstream.prepare import main
+from fairseq_struct.downstream.readers import UPOS_TAGS
 
 
 def _run(task, run, tmp_path, *options):
@@ -67,14 +68,54 @@ def test_ner_labels_align_with_tokens_and_new_words_extend_the_words_dictionary(
     assert "Büyükköyzz" in tokens_dict.symbols[len(pretraining) :]  # a new word: its own id
 
 
-def test_a_label_the_training_split_never_has_is_an_error_naming_file_and_line(
-    words, tmp_path, capsys
-):
+def test_an_entity_type_the_training_split_never_has_is_kept_and_named(words, tmp_path, caplog):
+    # Cross-corpus evaluation: the test set's LOC entities stay gold entities (misses for a
+    # model that never learnt LOC) instead of stopping the preparation.
     (tmp_path / "train.conll").write_text("Ali\tB-PER\ngeldi\tO\n", "utf-8")
     (tmp_path / "valid.conll").write_text("Ali\tB-PER\n\nAnkara\tB-LOC\n", "utf-8")
-    code, _ = _run_ner(words, tmp_path)
+    code, out = _run_ner(words, tmp_path)
+    assert code == 0
+    report = json.loads((out / "finetune.json").read_text())
+    assert report["labels"] == ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    assert report["labels_not_in_training"] == {"valid": ["LOC"]}
+    assert "the valid split has entity types that the training split never has: LOC" in caplog.text
+    labels_dict, labels = _items(out, "labels", "valid")
+    assert [labels_dict[i] for i in labels[1] if i != labels_dict.pad()] == ["B-LOC"]
+
+
+def test_pos_labels_are_the_17_upos_tags_whatever_the_training_split_has(words, tmp_path):
+    # UD BOUN's test set has SCONJ, which UD IMST's training split lacks.
+    def conllu(rows):
+        lines = [
+            f"{i}\t{form}\t_\t{tag}\t_\t_\t_\t_\t_\t_" for i, (form, tag) in enumerate(rows, 1)
+        ]
+        return "# text = x\n" + "\n".join(lines) + "\n\n"
+
+    (tmp_path / "train.conllu").write_text(conllu([("Ali", "PROPN"), ("geldi", "VERB")]), "utf-8")
+    (tmp_path / "test.conllu").write_text(conllu([("Gelince", "SCONJ"), ("gör", "VERB")]), "utf-8")
+    code, out = _run(
+        "pos", words, tmp_path, "--train", tmp_path / "train.conllu", "--valid",
+        tmp_path / "train.conllu", "--test", tmp_path / "test.conllu",
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads((out / "finetune.json").read_text())
+    assert report["labels"] == sorted(UPOS_TAGS) and len(report["labels"]) == 17
+    assert report["labels_not_in_training"] == {"test": ["SCONJ"]}
+    labels_dict, labels = _items(out, "labels", "test")
+    assert [labels_dict[i] for i in labels[0] if i != labels_dict.pad()] == ["SCONJ", "VERB"]
+
+
+def test_a_pos_tag_outside_upos_is_an_error_naming_file_and_line(words, tmp_path, capsys):
+    row = "1\tAli\t_\tNNP\t_\t_\t_\t_\t_\t_\n\n"
+    (tmp_path / "train.conllu").write_text(row, "utf-8")
+    code, _ = _run(
+        "pos", words, tmp_path, "--train", tmp_path / "train.conllu", "--valid",
+        tmp_path / "train.conllu",
+    )  # fmt: skip
     assert code == 1
-    assert f"{tmp_path / 'valid.conll'}:3: label 'B-LOC'" in capsys.readouterr().err
+    assert f"{tmp_path / 'train.conllu'}:1: 'NNP' is not a universal POS tag" in (
+        capsys.readouterr().err
+    )
 
 
 def test_a_tag_that_is_not_iob_is_an_error_naming_file_and_line(words, tmp_path, capsys):
