@@ -23,7 +23,7 @@ from fairseq.models.transformer.transformer_legacy import base_architecture
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from torch import nn
 
-from fairseq_struct.modules.role_attention import RoleAttentionOptions
+from fairseq_struct.modules.role_attention import ROLE_INITIALISATIONS, RoleAttentionOptions
 from fairseq_struct.modules.tp_transformer_layer import (
     TPTransformerDecoderLayer,
     TPTransformerEncoderLayer,
@@ -96,6 +96,13 @@ class TPTransformerModel(TransformerModel):
                 help="residual: Z = V̄ ⊙ R + V̄ (Soulos et al., default); "
                 "plain: Z = V̄ ⊙ R (Schlag et al.)",
             )
+            parser.add_argument(
+                "--role-init",
+                choices=ROLE_INITIALISATIONS,
+                help="initialisation of the role weights W_r: xavier (as W_q/W_k/W_v, default) "
+                "or normal (std 1/sqrt(d_r), which makes R several times larger; see "
+                "modules/role_attention.py)",
+            )
 
     def set_beam_size(self, beam_size: int) -> None:
         """fairseq's SequenceGenerator announces its beam through the model (as for BART), so
@@ -109,6 +116,7 @@ class TPTransformerModel(TransformerModel):
             use_roles=cls.uses_roles,
             role_residual=getattr(args, "role_binding", "residual") == "residual",
             max_relative_positions=args.max_relative_positions,
+            role_init=getattr(args, "role_init", "xavier"),
         )
 
     @classmethod
@@ -133,6 +141,7 @@ def set_attention_defaults(args: Namespace, head_dim: int) -> None:
     args.attention_head_dim = getattr(args, "attention_head_dim", head_dim)
     args.max_relative_positions = getattr(args, "max_relative_positions", 16)
     args.role_binding = getattr(args, "role_binding", "residual")
+    args.role_init = getattr(args, "role_init", "xavier")
     args.absolute_positions = getattr(args, "absolute_positions", False)
     # Relative positions replace the sinusoidal ones unless asked to keep both.
     args.no_token_positional_embeddings = getattr(

@@ -165,12 +165,27 @@ def test_roles_change_the_output_and_residual_keeps_gradients_at_zero_roles():
     assert attention.v_proj.weight.grad.abs().sum() == 0
 
 
-def test_role_weights_have_their_own_initialisation():
+def test_role_weights_start_like_the_other_projections_or_as_asked():
+    """Xavier uniform with gain 1/sqrt 2 by default (std gain * sqrt(2 / (fan_in + fan_out)) =
+    sqrt(1 / 1024) for 512 -> 512), so that R has the scale of Q, K and V; `--role-init normal`
+    gives N(0, 1/d_r), several times larger."""
     torch.manual_seed(5)
-    model = _build("tp_transformer_base", _dictionary(100))
-    role = model.encoder.layers[0].self_attn.role_proj.weight
+    attention = _build("tp_transformer_base", _dictionary(100)).encoder.layers[0].self_attn
+    assert attention.role_proj.weight.std().item() == pytest.approx(1024**-0.5, rel=0.02)
+    assert attention.role_proj.weight.abs().max().item() <= 1 / 512**0.5 * 3**0.5 / 2**0.5 + 1e-6
+    assert attention.head_dim == 64
+    normal = _build("tp_transformer_base", _dictionary(100), role_init="normal")
+    role = normal.encoder.layers[0].self_attn.role_proj.weight
     assert role.std().item() == pytest.approx(64**-0.5, rel=0.02)
-    assert model.encoder.layers[0].self_attn.head_dim == 64
+    # At the start, with unit-variance inputs: R of about 0.7 against 2.8.
+    x = torch.randn(4096, 512)
+    assert (x @ attention.role_proj.weight.T).std().item() == pytest.approx(0.5**0.5, rel=0.05)
+    assert (x @ role.T).std().item() == pytest.approx(8**0.5, rel=0.05)
+
+
+def test_an_unknown_role_initialisation_is_refused():
+    with pytest.raises(ValueError, match="role initialisation 'zeros'"):
+        _build("tp_transformer_tiny", _dictionary(100), role_init="zeros")
 
 
 def test_base_parameter_counts_match_within_a_tenth_of_a_percent(capsys):
