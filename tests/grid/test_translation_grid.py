@@ -1,8 +1,10 @@
 """A tiny translation grid end to end, killed in the middle and started again: only the
 unfinished steps run the second time, and the report has every system.
 
-Real preparation (bpe and Zemberek morph), real fairseq-train and evaluate.sh runs, on 300
-synthetic pairs with 8 updates: the check is the grid's bookkeeping, not the BLEU it reaches.
+Real preparation, fairseq-train and evaluate.sh runs, on 300 synthetic pairs with 8 updates:
+the check is the grid's bookkeeping, not the BLEU it reaches. Both systems use the bpe mode, so
+that they share one preparation (the morph mode's steps are the same commands with another
+--mode; its report parts are checked in test_translation_report.py).
 """
 
 import json
@@ -12,14 +14,11 @@ import subprocess
 import sys
 import time
 
-import pytest
 from conftest import REPO_ROOT, run_tool
 
 from fairseq_struct.demo_data.synthetic_en_tr import write_corpus
 
-pytest.importorskip("zemberek", reason="zemberek-python is needed for the morph mode")
-
-SYSTEMS = ("bpe:transformer_relpos", "morph:tp_transformer")
+SYSTEMS = ("bpe:transformer_relpos", "bpe:tp_transformer")
 
 
 def wait_for(condition, process, timeout=300.0) -> None:
@@ -42,7 +41,7 @@ def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path):
         "--out", str(out), "--max-update", "8", "--vocab-size", "300", "--systems", *SYSTEMS,
     ]  # fmt: skip
     first_run = out / "runs" / "bpe-transformer_relpos-seed1"
-    second_run = out / "runs" / "morph-tp_transformer-seed1"
+    second_run = out / "runs" / "bpe-tp_transformer-seed1"
 
     # Killed (the whole process group, as a terminal's Ctrl-\ or a cluster's time limit) once
     # the second system's training has started.
@@ -65,25 +64,24 @@ def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path):
         marker: marker.read_text()
         for marker in [*out.glob("data/*/.*.done.json"), *first_run.glob(".*.done.json")]
     }
-    assert len(finished) == 4  # two preparations, the first system's training and evaluation
+    assert len(finished) == 3  # the preparation, the first system's training and evaluation
     assert not list(second_run.glob(".*.done.json"))
 
     again = run_tool(command, cwd=REPO_ROOT, timeout=600).stdout
     done_earlier = [line for line in again.splitlines() if line.endswith("(done earlier)")]
     assert [line.split("] ", 1)[1] for line in done_earlier] == [
         "data bpe: prepare (done earlier)",
-        "data morph: prepare (done earlier)",
         "bpe + transformer_relpos, seed 1: train (done earlier)",
         "bpe + transformer_relpos, seed 1: evaluate (done earlier)",
     ]
-    assert "morph + tp_transformer, seed 1: train finished" in again
+    assert "bpe + tp_transformer, seed 1: train finished" in again
     assert all(marker.read_text() == text for marker, text in finished.items())
     assert (second_run / "train.log").read_text().count("\n== ") + 1 == 2  # both attempts
 
     record = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert [system["name"] for system in record["systems"]] == [
         "bpe-transformer_relpos",
-        "morph-tp_transformer",
+        "bpe-tp_transformer",
     ]
     for system in record["systems"]:
         (run,) = system["runs"]
@@ -92,4 +90,26 @@ def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path):
     hypotheses = (second_run / "eval" / "hyp.txt").read_text(encoding="utf-8").splitlines()
     assert len(hypotheses) == 40
     report = (out / "report.md").read_text(encoding="utf-8")
-    assert "| tp_transformer | morph |" in report and "| 1/1 |" in report
+    assert "| tp_transformer | bpe |" in report and "| 1/1 |" in report
+    assert not (out / "data" / "morph").exists()
+
+
+def test_bad_input_stops_the_grid_at_preparation_naming_file_and_line(tmp_path, capsys):
+    from fairseq_struct.grid.translation import main
+
+    raw = tmp_path / "raw"
+    write_corpus(raw, n_train=50, n_valid=5, n_test=5, seed=3)
+    lines = (raw / "train.tr").read_text(encoding="utf-8").splitlines()
+    (raw / "train.tr").write_text("\n".join(lines[:-1]) + "\n", encoding="utf-8")  # one short
+    out = tmp_path / "grid"
+    code = main(
+        [
+            "--tgt-lang", "tr", "--train", str(raw / "train"), "--valid", str(raw / "valid"),
+            "--test", str(raw / "test"), "--out", str(out), "--systems", *SYSTEMS,
+        ]
+    )  # fmt: skip
+    assert code == 1
+    error = capsys.readouterr().err
+    assert "data bpe, step 'prepare' failed" in error
+    assert "train.en" in error and "train.tr" in error  # the mismatched pair, named
+    assert not (out / "runs").exists()  # no training started
