@@ -11,7 +11,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: venv demo demo-mlm demo-finetune test lint format bench clean-demo
 
-$(STAMP): requirements.txt setup.py
+# commands.py lists the console scripts, which an (editable) install writes: a new one reinstalls.
+$(STAMP): requirements.txt setup.py fairseq_struct/commands.py
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --no-deps -r requirements.txt
