@@ -39,6 +39,7 @@ COMMANDS: Dict[str, str] = {
     "fairseq-struct-zemberek-coverage": "fairseq_struct.eval.zemberek_coverage",
     "fairseq-struct-export-hf": "fairseq_struct.export.hf",
     "fairseq-struct-grid-translation": "fairseq_struct.grid.translation",
+    "fairseq-struct-grid-encoders": "fairseq_struct.grid.encoders",
 }
 
 
