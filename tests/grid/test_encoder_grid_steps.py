@@ -1,0 +1,88 @@
+"""The encoder grid's steps: preparations before any training, each pretraining's units
+prepared once, one pretraining budget for every encoder, the ablations' own options, and a
+fine-tuning + prediction per encoder, task, initialisation and seed."""
+
+import pytest
+
+from fairseq_struct.grid.encoders import EncoderGrid, check_task_files, grid_steps
+from fairseq_struct.grid.steps import GridError
+
+
+def option(command: list, name: str) -> str:
+    """The value fairseq-train takes: that of the option's last occurrence (argparse's rule)."""
+    last = len(command) - 1 - command[::-1].index(name)
+    return command[last + 1]
+
+
+@pytest.fixture
+def grid(tmp_path) -> EncoderGrid:
+    tasks = tmp_path / "tasks"
+    for task, names in {
+        "pos": ("train.conllu", "valid.conllu", "test.conllu"),
+        "sentiment": ("train.pos", "train.neg", "test.pos", "test.neg"),  # no valid split
+    }.items():
+        (tasks / task).mkdir(parents=True)
+        for name in names:
+            (tasks / task / name).write_text("x\n")
+    return EncoderGrid(
+        pretrain_train="t.txt",
+        pretrain_valid="v.txt",
+        tasks_dir=tasks,
+        out=tmp_path / "grid",
+        encoders=("roberta", "bert_elmo", "bert2d_no_wwm", "bert2d_wwa"),
+        tasks=("pos", "sentiment"),
+        seeds=(1, 2),
+        max_update=300,
+    )
+
+
+def test_preparations_come_first_and_each_is_made_once(grid):
+    steps = grid_steps(grid)
+    kinds = [step.name for step in steps]
+    assert kinds.index("train") > max(i for i, kind in enumerate(kinds) if kind == "prepare")
+    prepared = [step.system for step in steps if step.name == "prepare"]
+    assert prepared == [
+        "data pretraining pieces", "data pretraining words",
+        "data pieces pos", "data pieces sentiment", "data words pos", "data words sentiment",
+    ]  # fmt: skip
+    sentiment = next(step for step in steps if step.system == "data pieces sentiment").command
+    assert option(sentiment, "--valid-fraction") == "0.1"
+    assert sentiment[sentiment.index("--train") + 1 : sentiment.index("--train") + 3] == [
+        str(grid.tasks_dir / "sentiment" / "train.neg"),
+        str(grid.tasks_dir / "sentiment" / "train.pos"),
+    ]
+
+
+def test_every_encoder_is_pretrained_with_the_same_budget(grid):
+    pretraining = {
+        step.system.split()[-1]: step.command
+        for step in grid_steps(grid)
+        if step.system.startswith("pretraining")
+    }
+    assert list(pretraining) == list(grid.encoders)
+    for name in ("--max-update", "--batch-size", "--lr", "--warmup-updates", "--lr-scheduler"):
+        assert len({option(command, name) for command in pretraining.values()}) == 1, name
+    assert option(pretraining["roberta"], "--max-update") == "300"
+    assert option(pretraining["roberta"], "--mask-strategy") == "whole_word"
+    # An ablation's option comes after the shared ones, so it is the one that counts.
+    assert option(pretraining["bert2d_no_wwm"], "--mask-strategy") == "random"
+    assert "--whole-word-attention" in pretraining["bert2d_wwa"]
+    assert "--tokens-are-words" in pretraining["bert_elmo"]
+    assert pretraining["bert_elmo"][1].endswith("pretrain-words")
+
+
+def test_a_fine_tuning_and_a_prediction_per_encoder_task_init_and_seed(grid):
+    runs = [step for step in grid_steps(grid) if step.name in ("train", "predict")]
+    finetunings = [step for step in runs if not step.system.startswith("pretraining")]
+    assert len(finetunings) == 4 * 2 * 2 * 2 * 2  # encoders, tasks, inits, seeds, two steps
+    scratch = next(s for s in finetunings if s.system == "bert2d_wwa pos scratch, seed 2")
+    assert "--scratch" in scratch.command and option(scratch.command, "--seed") == "2"
+    assert option(scratch.command, "--pretrained").endswith(
+        "pretrain/bert2d_wwa/checkpoints/checkpoint_best.pt"
+    )
+
+
+def test_missing_task_files_are_named(grid):
+    (grid.tasks_dir / "pos" / "test.conllu").unlink()
+    with pytest.raises(GridError, match=r"tasks/pos: no test file \(test\.conllu\)"):
+        check_task_files(grid)
