@@ -38,6 +38,7 @@ from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter
 from fairseq_struct.eval.squad_metrics import squad_scores
 from fairseq_struct.modules.token_classification_heads import gather_words
 from fairseq_struct.morph.corpus_io import atomic_write_json
+from fairseq_struct.pieces.word_boundaries import word_start_lookup
 
 SENTENCE_HEAD = "sentence_classification_head"
 
@@ -84,7 +85,11 @@ def add_unseen_words(model: Any, dictionary: Any, texts: Sequence[Sequence[Seque
                     dictionary.add_symbol(unit, n=0)
                     added += 1
     if added:
-        model.encoder.sentence_encoder.embed_tokens.set_symbols(dictionary.symbols)
+        encoder = model.encoder.sentence_encoder
+        encoder.embed_tokens.set_symbols(dictionary.symbols)
+        # Every token is a word, the appended ones too: the word-structure lookup grows with them.
+        lookup = word_start_lookup(dictionary, tokens_are_words=True)
+        encoder.word_start_lookup = lookup.to(encoder.word_start_lookup.device)
     return added
 
 

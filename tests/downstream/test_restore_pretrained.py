@@ -145,3 +145,10 @@ def test_prediction_gives_bert_elmo_new_words_their_own_character_embedding():
     with torch.no_grad():
         assert torch.allclose(embed(new), embed.embed_words(["Kedizz", "'"]), atol=1e-6)
         assert not torch.allclose(embed(new[:1]), embed(torch.tensor([dictionary.unk()])))
+        # The whole encoder takes the new ids: each is a word of its own (it failed with an
+        # IndexError in the word-structure lookup, sized for the dictionary the model was made
+        # with, on any test file with an unseen word).
+        tokens = torch.tensor([[dictionary.bos(), *new.tolist(), dictionary.eos()]])
+        features, _ = model(tokens, features_only=True)
+    assert features.shape[:2] == (1, 4)
+    assert model.encoder.sentence_encoder.word_start_lookup.tolist() == [True] * len(dictionary)
