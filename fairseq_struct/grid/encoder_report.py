@@ -26,6 +26,7 @@ from fairseq_struct.eval.almost_stochastic_order import (
 )
 from fairseq_struct.grid.curves import last_update, validation_curve
 from fairseq_struct.grid.encoders import ENCODERS, EncoderGrid, grid_steps
+from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import step_commands, versions
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
@@ -159,29 +160,6 @@ def pretraining_rows(grid: EncoderGrid) -> List[Dict[str, object]]:
     return rows
 
 
-def plot_curves(rows: List[Dict[str, object]], path: Path) -> bool:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if not any(row["curve"] for row in rows):
-        return False
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for row in rows:
-        if row["curve"]:
-            updates, values = zip(*row["curve"])
-            axes.plot(updates, values, marker="o", markersize=3, label=row["encoder"])
-    axes.set_xlabel("updates")
-    axes.set_ylabel("validation masked-token accuracy (%)")
-    axes.grid(alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return True
-
-
 def _value(value: Optional[float], unit: str = "") -> str:
     return "–" if value is None else f"{value:.2f}{unit}"
 
@@ -195,7 +173,11 @@ def write_report(
     of ASO: deepsig's default, 1,000."""
     grid.out.mkdir(parents=True, exist_ok=True)
     pretraining = pretraining_rows(grid)
-    has_curves = plot_curves(pretraining, grid.out / "curves.png")
+    has_curves = plot_curves(
+        grid.out / "curves.png",
+        [(row["encoder"], row["curve"]) for row in pretraining],
+        "validation masked-token accuracy (%)",
+    )
     tasks: Dict[str, List[TaskSystem]] = {
         task: task_systems(grid, task, bootstrap_iterations) for task in grid.tasks
     }

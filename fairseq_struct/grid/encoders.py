@@ -25,14 +25,14 @@ of whole-word masking.
 """
 
 import argparse
-import shlex
 import shutil
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from fairseq_struct.grid.steps import GridError, Step, run_steps
+from fairseq_struct.grid.command_line import run_grid
+from fairseq_struct.grid.steps import GridError, Step
 from fairseq_struct.grid.translation import scripts_dir
 
 TASKS = ("ner", "pos", "sentiment", "qa")
@@ -289,6 +289,12 @@ def check_task_files(grid: EncoderGrid) -> None:
                 raise GridError(f"{grid.tasks_dir / task}: no {split} file ({pattern})")
 
 
+def runnable_steps(grid: EncoderGrid) -> List[Step]:
+    """`grid_steps`, once every task's files are there."""
+    check_task_files(grid)
+    return grid_steps(grid)
+
+
 def _encoder_argument(name: str) -> str:
     if name not in ENCODERS:
         raise argparse.ArgumentTypeError(
@@ -360,21 +366,12 @@ def grid_from_args(args: argparse.Namespace) -> EncoderGrid:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    # Imported here: the report needs matplotlib and deepsig, the steps do not.
+    # Imported here: the report needs matplotlib, deepsig; the steps do not.
     from fairseq_struct.grid.encoder_report import write_report
 
-    try:
-        grid = grid_from_args(args)
-        if not args.report_only:
-            check_task_files(grid)
-            run_steps(grid_steps(grid), launcher=shlex.split(args.launcher))
-        command = ["python", "-m", "fairseq_struct.grid.encoders", *(argv or sys.argv[1:])]
-        report = write_report(grid, command_line=[shlex.quote(part) for part in command])
-    except GridError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(f"report: {report}")
-    return 0
+    return run_grid(
+        "fairseq_struct.grid.encoders", argv, args, grid_from_args, runnable_steps, write_report
+    )
 
 
 if __name__ == "__main__":

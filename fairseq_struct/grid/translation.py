@@ -21,13 +21,13 @@ installs the project). Layout of --out:
 """
 
 import argparse
-import shlex
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from fairseq_struct.grid.steps import GridError, Step, run_steps
+from fairseq_struct.grid.command_line import run_grid
+from fairseq_struct.grid.steps import GridError, Step
 
 MODES = ("bpe", "morph")
 ARCHITECTURES = ("transformer_relpos", "tp_transformer")
@@ -275,20 +275,12 @@ def grid_from_args(args: argparse.Namespace) -> TranslationGrid:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    # Imported here: the report needs matplotlib, the steps do not.
+    # Imported here: the report needs matplotlib; the steps do not.
     from fairseq_struct.grid.translation_report import write_report
 
-    try:
-        grid = grid_from_args(args)
-        if not args.report_only:
-            run_steps(grid_steps(grid), launcher=shlex.split(args.launcher))
-        command = ["python", "-m", "fairseq_struct.grid.translation", *(argv or sys.argv[1:])]
-        report = write_report(grid, command_line=[shlex.quote(part) for part in command])
-    except GridError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
-    print(f"report: {report}")
-    return 0
+    return run_grid(
+        "fairseq_struct.grid.translation", argv, args, grid_from_args, grid_steps, write_report
+    )
 
 
 if __name__ == "__main__":

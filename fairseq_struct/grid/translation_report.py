@@ -32,6 +32,7 @@ from fairseq_struct.eval.density_buckets import (
 from fairseq_struct.eval.score import read_sacrebleu_lines
 from fairseq_struct.eval.significance import SIGNIFICANCE_LEVEL, paired_test
 from fairseq_struct.grid.curves import last_update, validation_curve
+from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import step_commands, versions
 from fairseq_struct.grid.steps import GridError
 from fairseq_struct.grid.translation import System, TranslationGrid, grid_steps
@@ -193,43 +194,6 @@ def results_table(summaries: List[SystemSummary], seeds: Sequence[int]) -> List[
     return lines
 
 
-def plot_curves(summaries: List[SystemSummary], path: Path) -> bool:
-    """Validation BLEU against updates; False when no run has a validation yet."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if not any(run.curve for summary in summaries for run in summary.runs):
-        return False
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    for index, summary in enumerate(summaries):
-        colour = colours[index % len(colours)]
-        labelled = False
-        for run in summary.runs:
-            if not run.curve:
-                continue
-            updates, values = zip(*run.curve)
-            axes.plot(
-                updates,
-                values,
-                color=colour,
-                marker="o",
-                markersize=3,
-                label=None if labelled else summary.system.name,
-            )
-            labelled = True
-    axes.set_xlabel("updates")
-    axes.set_ylabel("validation BLEU (fairseq --eval-bleu)")
-    axes.grid(alpha=0.3)
-    axes.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return True
-
-
 def test_set_statistics(grid: TranslationGrid) -> Dict[str, object]:
     """Pieces per word of the encoded test reference in each mode, morphemes per word of the
     segmented one (morph mode) and C_D of the raw reference."""
@@ -294,7 +258,11 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
     references = reference_lines(grid)
     summaries = summarise(grid, references, test_type)
     density = _density(grid, summaries, references) if references is not None else None
-    has_curves = plot_curves(summaries, grid.out / "curves.png")
+    has_curves = plot_curves(
+        grid.out / "curves.png",
+        [(summary.system.name, run.curve) for summary in summaries for run in summary.runs],
+        "validation BLEU (fairseq --eval-bleu)",
+    )
     statistics_of_test = test_set_statistics(grid)
     system_versions = versions()
     commands = step_commands(grid_steps(grid))
