@@ -27,7 +27,7 @@ from fairseq_struct.eval.almost_stochastic_order import (
 from fairseq_struct.grid.curves import last_update, validation_curve
 from fairseq_struct.grid.encoders import ENCODERS, EncoderGrid, grid_steps
 from fairseq_struct.grid.figures import plot_curves
-from fairseq_struct.grid.provenance import step_commands, versions
+from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
 PRETRAINING_METRIC = "mlm_accuracy"
@@ -234,9 +234,7 @@ def write_report(
         lines += ["", "![pretraining curves](curves.png)"]
     for task, systems in tasks.items():
         lines += ["", f"## {task}", "", *task_table(systems, task, grid.seeds)]
-    lines += ["", "## Commands", "", "```", " ".join(command_line), *commands, "```"]
-    lines += ["", "## Versions", ""]
-    lines += [f"- {name}: {version}" for name, version in system_versions.items()]
+    lines += provenance_markdown(command_line, commands, system_versions)
     report = grid.out / "report.md"
     report.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return report

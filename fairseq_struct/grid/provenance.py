@@ -41,3 +41,12 @@ def step_commands(steps: Sequence[Step]) -> List[str]:
         for step in steps
         if step.marker.is_file()
     ]
+
+
+def provenance_markdown(
+    command_line: Sequence[str], commands: Sequence[str], found_versions: Dict[str, str]
+) -> List[str]:
+    """The report's last sections: the grid's command and every step's, then the versions."""
+    lines = ["", "## Commands", "", "```", " ".join(command_line), *commands, "```"]
+    lines += ["", "## Versions", ""]
+    return lines + [f"- {name}: {version}" for name, version in found_versions.items()]

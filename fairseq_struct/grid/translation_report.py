@@ -33,7 +33,7 @@ from fairseq_struct.eval.score import read_sacrebleu_lines
 from fairseq_struct.eval.significance import SIGNIFICANCE_LEVEL, paired_test
 from fairseq_struct.grid.curves import last_update, validation_curve
 from fairseq_struct.grid.figures import plot_curves
-from fairseq_struct.grid.provenance import step_commands, versions
+from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
 from fairseq_struct.grid.steps import GridError
 from fairseq_struct.grid.translation import System, TranslationGrid, grid_steps
 from fairseq_struct.morph.corpus_io import atomic_write_json
@@ -317,9 +317,7 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
                 f"{run.updates if run.updates is not None else '–'} | "
                 f"{_seconds(run.train_seconds)} | {_seconds(run.evaluate_seconds)} |"
             )
-    lines += ["", "## Commands", "", "```", " ".join(command_line), *commands, "```"]
-    lines += ["", "## Versions", ""]
-    lines += [f"- {name}: {version}" for name, version in system_versions.items()]
+    lines += provenance_markdown(command_line, commands, system_versions)
     report = grid.out / "report.md"
     report.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return report
