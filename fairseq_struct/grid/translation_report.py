@@ -34,7 +34,7 @@ from fairseq_struct.eval.significance import SIGNIFICANCE_LEVEL, paired_test
 from fairseq_struct.grid.curves import last_update, validation_curve
 from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
-from fairseq_struct.grid.steps import GridError
+from fairseq_struct.grid.steps import GridError, marker_record, wall_seconds
 from fairseq_struct.grid.translation import System, TranslationGrid, grid_steps
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
@@ -73,18 +73,11 @@ class SystemSummary:
         return [run for run in self.runs if run.finished]
 
 
-def _marker_seconds(directory: Path, step: str) -> Optional[float]:
-    marker = directory / f".{step}.done.json"
-    if not marker.is_file():
-        return None
-    return float(json.loads(marker.read_text(encoding="utf-8"))["wall_seconds"])
-
-
 def collect_run(grid: TranslationGrid, system: System, seed: int) -> Run:
     directory = grid.run_dir(system, seed)
     scores_path = directory / "eval" / "scores.json"
     scores = None
-    if (directory / ".evaluate.done.json").is_file() and scores_path.is_file():
+    if marker_record(directory, "evaluate") is not None and scores_path.is_file():
         record = json.loads(scores_path.read_text(encoding="utf-8"))
         scores = {metric: float(record["scores"][metric]["score"]) for metric in METRICS}
     log = directory / "train.log"
@@ -96,8 +89,8 @@ def collect_run(grid: TranslationGrid, system: System, seed: int) -> Run:
         hypotheses_path=directory / "eval" / "hyp.txt",
         curve=validation_curve(log),
         updates=last_update(log),
-        train_seconds=_marker_seconds(directory, "train"),
-        evaluate_seconds=_marker_seconds(directory, "evaluate"),
+        train_seconds=wall_seconds(directory, "train"),
+        evaluate_seconds=wall_seconds(directory, "evaluate"),
     )
 
 
