@@ -12,7 +12,6 @@ A run that has not finished is listed as missing.
 """
 
 import json
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -28,6 +27,7 @@ from fairseq_struct.grid.curves import last_update, validation_curve
 from fairseq_struct.grid.encoders import ENCODERS, EncoderGrid, grid_steps
 from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
+from fairseq_struct.grid.seed_summary import mean_and_std, mean_std_text, seeds_text
 from fairseq_struct.grid.steps import marker_record, wall_seconds
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
@@ -71,8 +71,7 @@ def task_systems(
             system = TaskSystem(encoder, init, scores, missing)
             for metric in metrics:
                 values = [seed_scores[metric] for seed_scores in scores.values()]
-                system.mean[metric] = statistics.fmean(values) if values else None
-                system.std[metric] = statistics.stdev(values) if len(values) > 1 else None
+                system.mean[metric], system.std[metric] = mean_and_std(values)
             systems.append(system)
     _compare(systems, metrics[0], bootstrap_iterations)
     return systems
@@ -100,15 +99,6 @@ def _compare(systems: List[TaskSystem], metric: str, bootstrap_iterations: int) 
         }
 
 
-def _cell(system: TaskSystem, metric: str) -> str:
-    if system.mean[metric] is None:
-        return "–"
-    text = f"{system.mean[metric]:.2f}"
-    if system.std[metric] is not None:
-        text += f" ± {system.std[metric]:.2f}"
-    return text
-
-
 def task_table(systems: List[TaskSystem], task: str, seeds: Sequence[int]) -> List[str]:
     metrics = MAIN_METRICS[task]
     lines = [
@@ -126,10 +116,8 @@ def task_table(systems: List[TaskSystem], task: str, seeds: Sequence[int]) -> Li
                 comparison += " (better)"
             elif system.aso["eps_min_baseline"] < DEFAULT_THRESHOLD:
                 comparison += " (worse)"
-        seeds_cell = f"{len(system.scores)}/{len(seeds)}"
-        if system.missing:
-            seeds_cell += f" (missing: {', '.join(map(str, system.missing))})"
-        cells = " | ".join(_cell(system, metric) for metric in metrics)
+        seeds_cell = seeds_text(len(system.scores), seeds, system.missing)
+        cells = " | ".join(mean_std_text(system.mean[m], system.std[m]) for m in metrics)
         lines.append(f"| {system.name} | {cells} | {comparison} | {seeds_cell} |")
     return lines
 

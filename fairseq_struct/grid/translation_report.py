@@ -34,6 +34,7 @@ from fairseq_struct.eval.significance import SIGNIFICANCE_LEVEL, paired_test
 from fairseq_struct.grid.curves import last_update, validation_curve
 from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
+from fairseq_struct.grid.seed_summary import mean_and_std, mean_std_text, seeds_text
 from fairseq_struct.grid.steps import GridError, marker_record, wall_seconds
 from fairseq_struct.grid.translation import System, TranslationGrid, grid_steps
 from fairseq_struct.morph.corpus_io import atomic_write_json
@@ -105,8 +106,7 @@ def summarise(
         finished = summary.finished
         for metric in METRICS:
             values = [run.scores[metric] for run in finished]
-            summary.mean[metric] = statistics.fmean(values) if values else None
-            summary.std[metric] = statistics.stdev(values) if len(values) > 1 else None
+            summary.mean[metric], summary.std[metric] = mean_and_std(values)
     if references is not None:
         _significance(summaries, references, test_type)
     return summaries
@@ -147,11 +147,7 @@ def _significance(summaries: List[SystemSummary], references: List[str], test_ty
 
 
 def _cell(summary: SystemSummary, metric: str) -> str:
-    if not summary.finished:
-        return "–"
-    text = f"{summary.mean[metric]:.2f}"
-    if summary.std[metric] is not None:
-        text += f" ± {summary.std[metric]:.2f}"
+    text = mean_std_text(summary.mean[metric], summary.std[metric])
     test = summary.significance.get(metric)
     if test is not None:
         text += f" (p {test['p']:.3f})"
@@ -173,9 +169,7 @@ def results_table(summaries: List[SystemSummary], seeds: Sequence[int]) -> List[
     for index, summary in enumerate(summaries):
         finished = summary.finished
         missing = [run.seed for run in summary.runs if not run.finished]
-        seeds_cell = f"{len(finished)}/{len(seeds)}"
-        if missing:
-            seeds_cell += f" (missing: {', '.join(map(str, missing))})"
+        seeds_cell = seeds_text(len(finished), seeds, missing)
         updates = sorted({run.updates for run in finished if run.updates is not None})
         name = summary.system.arch + (" (baseline)" if index == 0 else "")
         lines.append(
