@@ -9,7 +9,9 @@ lists every name of `COMMANDS`; tests/test_console_scripts.py checks the two agr
 
 import importlib
 import os
+import shutil
 import sys
+from pathlib import Path
 from typing import Dict
 
 from fairseq_struct.fixes.cli_logging import configure_logging
@@ -41,6 +43,14 @@ COMMANDS: Dict[str, str] = {
     "fairseq-struct-grid-translation": "fairseq_struct.grid.translation",
     "fairseq-struct-grid-encoders": "fairseq_struct.grid.encoders",
 }
+
+
+def environment_tool(name: str) -> str:
+    """A console script (fairseq-train, torchrun, ...) of the environment of the running
+    interpreter, or the one on PATH where packages were installed elsewhere (`pip install
+    --target`, as on the lent GPU machine); the bare name when there is neither."""
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.exists() else shutil.which(name) or name
 
 
 def program_name(module: str) -> str:

@@ -74,11 +74,11 @@ def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Pa
 
 
 def venv_tool(name: str) -> str:
-    """Console scripts of the interpreter that runs the tests (fairseq-train, torchrun ...), or
-    the one on PATH where packages were installed elsewhere (`pip install --target`, as on the
-    lent GPU machine)."""
-    beside = Path(sys.executable).with_name(name)
-    return str(beside) if beside.exists() else shutil.which(name) or str(beside)
+    """Console scripts of the interpreter that runs the tests (fairseq-train, torchrun ...)."""
+    # Imported here: the package imports fairseq, which conftest's own import need not wait for.
+    from fairseq_struct.commands import environment_tool
+
+    return environment_tool(name)
 
 
 # One preloaded server per set of interpreter start-up settings (the suite's; PYTHONHASHSEED=0

@@ -25,12 +25,12 @@ of whole-word masking.
 """
 
 import argparse
-import shutil
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from fairseq_struct.commands import environment_tool
 from fairseq_struct.grid.command_line import run_grid
 from fairseq_struct.grid.steps import GridError, Step
 from fairseq_struct.grid.translation import scripts_dir
@@ -170,12 +170,6 @@ class EncoderGrid:
         return record
 
 
-def _tool(name: str) -> str:
-    """A console script of this interpreter's environment (fairseq-train), else PATH's."""
-    beside = Path(sys.executable).with_name(name)
-    return str(beside) if beside.exists() else shutil.which(name) or name
-
-
 def _threads(grid: EncoderGrid) -> Dict[str, str]:
     return {"OMP_NUM_THREADS": str(grid.threads)}
 
@@ -211,7 +205,7 @@ def pretraining_step(grid: EncoderGrid, name: str) -> Step:
     settings = PRETRAINING[grid.profile]
     directory = grid.pretraining_dir(name)
     command = [
-        _tool("fairseq-train"), str(grid.pretraining_data(encoder.units)),
+        environment_tool("fairseq-train"), str(grid.pretraining_data(encoder.units)),
         "--user-dir", str(Path(__file__).resolve().parents[1]),
         "--task", "masked_lm_struct", "--criterion", "masked_lm_struct",
         "--mask-strategy", "whole_word", "--sample-break-mode", "eos",
