@@ -7,12 +7,14 @@
 # data-bin/demo-en-tr-morph/ to start over). Environment overrides:
 #   DEMO_WORK (demo-work)  DEMO_MODE (morph|bpe)  DEMO_MAX_UPDATE (800)  DEMO_THREADS (2)
 #   DEMO_TRAIN_PAIRS (20000)  DEMO_DATA (data-bin/demo-en-tr-<mode>)
+#   DEMO_MAX_TOKENS (the cpu profile's 4096 target tokens a batch)
 set -euo pipefail
 source "$(dirname "$0")/lib/demo-common.sh" "$@"
 WORK="${DEMO_WORK:-demo-work}"
 MODE="${DEMO_MODE:-morph}"
 MAX_UPDATE="${DEMO_MAX_UPDATE:-800}"
 TRAIN_PAIRS="${DEMO_TRAIN_PAIRS:-20000}"
+BATCH=(); [[ -n "${DEMO_MAX_TOKENS:-}" ]] && BATCH=(--max-tokens "$DEMO_MAX_TOKENS")
 DATA="${DEMO_DATA:-data-bin/demo-en-tr-$MODE}"
 export OMP_NUM_THREADS="${DEMO_THREADS:-2}"
 
@@ -30,7 +32,7 @@ fi
 
 step "3/5 training tp_transformer_tiny ($MAX_UPDATE updates)"
 bash scripts/train-en-tr.sh --profile cpu --cpu --data "$DATA" --save-dir "$WORK/checkpoints-$MODE" \
-  --max-update "$MAX_UPDATE" -- --seed 1 --num-workers 0
+  --max-update "$MAX_UPDATE" -- --seed 1 --num-workers 0 "${BATCH[@]}"
 
 step "4/5 + 5/5 fairseq-generate (beam 5) and sacreBLEU on the raw references"
 bash scripts/evaluate.sh "$DATA" "$WORK/checkpoints-$MODE/checkpoint_best.pt" "$WORK/raw/test.tr" "$WORK/eval-$MODE" --beam 5

@@ -26,8 +26,8 @@ set -euo pipefail
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PYTHON=python3
-if [[ -x "$REPO/.venv/bin/python" ]]; then PYTHON="$REPO/.venv/bin/python"; fi
+source "$REPO/scripts/lib/tools.sh"
+PYTHON="${TOOLS}python3"
 # A checkout works without installing the package.
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 

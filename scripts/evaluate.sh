@@ -26,7 +26,7 @@ Options:
   -h, --help        show this help
 Arguments after -- go to fairseq-generate unchanged (e.g. -- --cpu --lenpen 1.2).
 
-Uses the tools in .venv/bin of this checkout if it exists, else those on PATH.
+Uses the tools of FAIRSEQ_STRUCT_TOOLS, else of .venv/bin of this checkout if it exists, else those on PATH.
 EOF
 }
 
@@ -68,12 +68,8 @@ for input in "$data_bin" "$checkpoint" "$reference"; do
 done
 
 repo_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-if [[ -x $repo_root/.venv/bin/python ]]; then
-    bin=$repo_root/.venv/bin/
-else
-    bin=""
-fi
-python=${bin}python3
+source "$repo_root/scripts/lib/tools.sh"
+python=${TOOLS}python3
 # A checkout works without `pip install`: its package comes first on the path.
 if [[ -d $repo_root/fairseq_struct ]]; then
     export PYTHONPATH=$repo_root${PYTHONPATH:+:$PYTHONPATH}
@@ -92,7 +88,7 @@ scores=$out_dir/scores.json
 # No --post-process: the log keeps SentencePiece pieces and generate_output restores the words.
 # fairseq-fixed's dropped last batch is restored by the plugin itself (fixes/last_partial_batch), and
 # generate_output checks that every sentence id is present.
-generate=("${bin}fairseq-generate" "$data_bin" --path "$checkpoint" --user-dir "$user_dir"
+generate=("${TOOLS}fairseq-generate" "$data_bin" --path "$checkpoint" --user-dir "$user_dir"
     --task "$task" --gen-subset "$subset" --beam "$beam")
 if [[ -n $batch_size ]]; then
     generate+=(--batch-size "$batch_size")

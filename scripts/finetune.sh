@@ -61,10 +61,9 @@ if [[ -z "$data" || -z "$pretrained" || -z "$save_dir" ]]; then
 fi
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-python="python3"
-train="fairseq-train"
-if [[ -x "$root/.venv/bin/python" ]]; then python="$root/.venv/bin/python"; fi
-if [[ -x "$root/.venv/bin/fairseq-train" ]]; then train="$root/.venv/bin/fairseq-train"; fi
+source "$root/scripts/lib/tools.sh"
+python="${TOOLS}python3"
+train="${TOOLS}fairseq-train"
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 
 read -r task items max_positions < <("$python" - "$data/finetune.json" <<'EOF'

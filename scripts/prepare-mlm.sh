@@ -64,10 +64,9 @@ if [[ -z "$train" || -z "$valid" || -z "$out" ]]; then
 fi
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-python="python3"
-preprocess="fairseq-preprocess"
-if [[ -x "$root/.venv/bin/python" ]]; then python="$root/.venv/bin/python"; fi
-if [[ -x "$root/.venv/bin/fairseq-preprocess" ]]; then preprocess="$root/.venv/bin/fairseq-preprocess"; fi
+source "$root/scripts/lib/tools.sh"
+python="${TOOLS}python3"
+preprocess="${TOOLS}fairseq-preprocess"
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 # Some of Zemberek's analyses depend on Python's string hash seed: a fixed seed makes every run
 # segment alike (and lets runs reuse each other's segmentation cache).

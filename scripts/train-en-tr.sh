@@ -29,9 +29,9 @@ set -euo pipefail
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
-if [[ -x "$REPO/.venv/bin/python" ]]; then BIN="$REPO/.venv/bin/"; else BIN=""; fi
+source "$REPO/scripts/lib/tools.sh"
 # find_spec locates the package without importing it (importing loads fairseq: 3 s).
-USER_DIR="$("${BIN}python" -c 'import importlib.util, os
+USER_DIR="$("${TOOLS}python" -c 'import importlib.util, os
 print(os.path.dirname(importlib.util.find_spec("fairseq_struct").origin))' 2>/dev/null)"
 
 DATA="" SAVE_DIR="" PROFILE="paper" ARCH="" MAX_UPDATE="" LR="" GPUS=1 CPU=0 PRECISION="auto" TGT_LANG=""
@@ -60,7 +60,7 @@ done
 if [[ -z "$TGT_LANG" ]]; then
   REPORT="$DATA/prepare_report.json"
   [[ -f "$REPORT" ]] || { echo "train-en-tr.sh: $REPORT is missing; pass --tgt-lang (or prepare the data with scripts/prepare-*.sh)" >&2; exit 2; }
-  TGT_LANG="$("${BIN}python" -c 'import json, sys; print(json.load(open(sys.argv[1], encoding="utf-8"))["target_lang"])' "$REPORT")"
+  TGT_LANG="$("${TOOLS}python" -c 'import json, sys; print(json.load(open(sys.argv[1], encoding="utf-8"))["target_lang"])' "$REPORT")"
 fi
 [[ -f "$DATA/dict.$TGT_LANG.txt" ]] || { echo "train-en-tr.sh: $DATA has no dict.$TGT_LANG.txt for target language '$TGT_LANG'" >&2; exit 2; }
 
@@ -83,7 +83,7 @@ esac
 if [[ "$PRECISION" == auto ]]; then
   PRECISION=fp32
   if [[ "$CPU" != 1 ]]; then
-    PRECISION="$("${BIN}python" -c 'import torch; c = torch.cuda; print(("bf16" if c.is_bf16_supported() else "fp16") if c.is_available() else "fp32")')"
+    PRECISION="$("${TOOLS}python" -c 'import torch; c = torch.cuda; print(("bf16" if c.is_bf16_supported() else "fp16") if c.is_available() else "fp32")')"
   fi
 fi
 case "$PRECISION" in
@@ -93,8 +93,8 @@ case "$PRECISION" in
   *) echo "train-en-tr.sh: --precision must be auto, bf16, fp16 or fp32, not '$PRECISION'" >&2; exit 2 ;;
 esac
 
-TRAIN=("${BIN}fairseq-train")
-if [[ "$GPUS" -gt 1 ]]; then TRAIN=("${BIN}torchrun" --nproc_per_node "$GPUS" "$(command -v "${BIN}fairseq-train")"); fi
+TRAIN=("${TOOLS}fairseq-train")
+if [[ "$GPUS" -gt 1 ]]; then TRAIN=("${TOOLS}torchrun" --nproc_per_node "$GPUS" "$(command -v "${TOOLS}fairseq-train")"); fi
 
 set -x
 "${TRAIN[@]}" "$DATA" \

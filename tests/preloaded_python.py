@@ -3,22 +3,29 @@ torch and fairseq once forks a child for every command (as Python's `forkserver`
 
 `fairseq-train`, `fairseq-preprocess`, `python -m fairseq_struct...` spend about 3 s of CPU
 importing torch, fairseq and scikit-learn (which fairseq imports) before they read an argument;
-the suite starts dozens of them. Every one of those programs imports torch and fairseq first
-anyway, so a child forked after those imports runs the same code in a process of its own (own
-memory, own globals, own exit status, output in files), minus the import time. Only those
-programs go through here (`PreloadedPython.handles`); a command that sets an interpreter option
-a fork cannot take (a hash seed, a path, another thread library setting) runs as a plain
-subprocess, as does everything else.
+the suite starts dozens of them, and the project's scripts dozens more. Every one of those
+programs imports torch and fairseq first anyway, so a child forked after those imports runs the
+same code in a process of its own (own memory, own globals, own exit status, its caller's
+standard streams), minus the import time.
 
-The server process never computes (no thread pool exists when it forks); each child sets its
-thread count from OMP_NUM_THREADS, reseeds its random generators, and exits like an interpreter
-(atexit handlers, logging shutdown, flushed streams).
+Two kinds of callers reach the server through its Unix socket: the suite's `run_tool`
+(`PreloadedPython.run`, output in files), and the stand-ins for `python` and fairseq's programs
+that the scripts find through `FAIRSEQ_STRUCT_TOOLS` (`preloaded_tool.py`, which passes on its
+own standard streams and signals). A command that sets an interpreter option a fork cannot take
+(a hash seed, another thread library setting, `python -u`) runs as a plain process instead.
+
+The server process never computes (no thread pool exists when it forks); each child makes a
+process group of its own, sets its thread count from OMP_NUM_THREADS and its module path from
+PYTHONPATH, reseeds its random generators, and exits like an interpreter (atexit handlers,
+logging shutdown, flushed streams). A caller that goes away (killed, or past its timeout) takes
+the child's process group with it, as a terminal or a cluster's kill takes a real process.
 """
 
+import hashlib
 import json
 import os
 import select
-import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -26,48 +33,97 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 # Read by an interpreter at start-up, so a forked child cannot take another value: a command
-# whose environment differs from the server's in one of these runs as a plain subprocess.
-# OMP_NUM_THREADS is the exception: the child sets torch's thread count from it.
+# whose environment differs from the server's in one of these runs as a plain process.
+# OMP_NUM_THREADS and PYTHONPATH are the exceptions: the child sets torch's thread count and its
+# module path from them.
 _STARTUP_VARIABLES = ("PYTHON", "OMP_", "MKL_", "KMP_", "GOMP_", "LD_", "MALLOC")
-_CHILD_SETS_ITSELF = ("OMP_NUM_THREADS",)
-_FAIRSEQ_PROGRAMS = ("fairseq-train", "fairseq-preprocess", "fairseq-generate", "fairseq-validate")
+_CHILD_SETS_ITSELF = ("OMP_NUM_THREADS", "PYTHONPATH")
+FAIRSEQ_PROGRAMS = ("fairseq-train", "fairseq-preprocess", "fairseq-generate", "fairseq-validate")
 # fairseq_cli/train.py sets up the root logger (its format, on stdout) before it imports fairseq,
 # whose import sets it up otherwise (a task module calls logging.basicConfig: stderr, DEBUG); the
 # other programs import fairseq first, so they keep what fairseq's import made.
-_LOGGING_BEFORE_FAIRSEQ = ("fairseq-train",)
+LOGGING_BEFORE_FAIRSEQ = ("fairseq-train",)
 _PRELOADED_MODULES = ("fairseq_struct.",)
 # The project's benchmarks (`python benchmarks/bench_*.py`): each imports torch and fairseq.
 _PRELOADED_SCRIPTS_DIR, _PRELOADED_SCRIPTS_PREFIX = "benchmarks", "bench_"
 
 _SERVER = r"""
-import json, logging, os, sys
+import json, logging, os, select, signal, socket, sys
 
 # The root logger before fairseq's import set it up, for the programs that set it up first.
 ROOT = logging.getLogger()
 BEFORE_FAIRSEQ = (list(ROOT.handlers), ROOT.level)
 
+# Listening before the imports: a caller that comes early waits in the backlog.
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(sys.argv[1])
+listener.listen(128)
+
 import torch  # noqa: F401
 import fairseq  # noqa: F401
 
-requests, replies = sys.stdin, sys.stdout
+BASE_PATH = sys.path[1:]  # sys.path[0] is '' (python -c): each command sets its own
 
 
-def run_child(request):
-    import atexit, random, runpy, traceback
+def receive(conn):
+    data, fds = b"", []
+    while not data.endswith(b"\n"):
+        chunk, new_fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        fds += new_fds
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return json.loads(data), fds
+
+
+def run_program(argv):
+    import builtins, runpy, types
+
+    if argv[0] == "-m":
+        sys.argv = argv[1:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    elif argv[0] in ("-c", "-"):
+        source = argv[1] if argv[0] == "-c" else sys.stdin.read()
+        sys.argv = ["-c", *argv[2:]] if argv[0] == "-c" else argv
+        main = types.ModuleType("__main__")
+        main.__builtins__ = builtins
+        sys.modules["__main__"] = main
+        name = "<string>" if argv[0] == "-c" else "<stdin>"
+        exec(compile(source, name, "exec"), main.__dict__)
+    else:
+        sys.argv = argv
+        runpy.run_path(argv[0], run_name="__main__")
+
+
+def module_path(argv, env):
+    if argv[0] == "-m":
+        first = os.getcwd()
+    elif argv[0] in ("-c", "-"):
+        first = ""
+    else:
+        first = os.path.dirname(os.path.realpath(argv[0]))
+    extra = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p not in BASE_PATH]
+    return [first, *extra, *BASE_PATH]
+
+
+def run_child(request, fds, inherited):
+    import atexit, random, traceback
 
     import numpy
 
+    os.setpgid(0, 0)
+    for fd in inherited:
+        os.close(fd)
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
-        os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), fd)
     sys.stdin = open(0, encoding="utf-8", closefd=False)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
     sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace", closefd=False)
-    sys.__stdout__, sys.__stderr__ = sys.stdout, sys.stderr
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
     if request["logging_before_fairseq"]:
         ROOT.handlers[:] = BEFORE_FAIRSEQ[0]
         ROOT.setLevel(BEFORE_FAIRSEQ[1])
@@ -81,16 +137,10 @@ def run_child(request):
     numpy.random.seed()
     torch.seed()
     argv = request["argv"]
+    sys.path[:] = module_path(argv, request["env"])
     code = 0
     try:
-        if argv[0] == "-m":
-            sys.argv = argv[1:]
-            sys.path.insert(0, os.getcwd())
-            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-        else:
-            sys.argv = argv
-            sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
-            runpy.run_path(argv[0], run_name="__main__")
+        run_program(argv)
     except SystemExit as stop:
         if stop.code is None:
             code = 0
@@ -111,30 +161,82 @@ def run_child(request):
         os._exit(code)
 
 
-for line in requests:
-    request = json.loads(line)
-    pid = os.fork()
-    if pid == 0:
-        run_child(request)
-    replies.write(json.dumps({"pid": pid}) + "\n")
-    replies.flush()
-    _, status = os.waitpid(pid, 0)
-    replies.write(json.dumps({"returncode": os.waitstatus_to_exitcode(status)}) + "\n")
-    replies.flush()
+def kill_group(pid, signum):
+    try:
+        os.killpg(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def reply(conn, message):
+    try:
+        conn.sendall(json.dumps(message).encode("utf-8") + b"\n")
+    except OSError:
+        pass  # the caller went away; its child is killed when its connection is read
+
+
+pids = {}  # connection -> the pid of the child it asked for
+ends = {}  # pidfd of a child -> its connection
+watched = set()  # connections read for signals to pass on, until their caller goes away
+while True:
+    for ready in select.select([listener, sys.stdin, *watched, *ends], [], [])[0]:
+        if ready is listener:
+            conn, _ = listener.accept()
+            try:
+                request, fds = receive(conn)
+            except (EOFError, OSError, ValueError):
+                conn.close()
+                continue
+            inherited = [listener.fileno(), *(c.fileno() for c in pids), *ends, conn.fileno()]
+            pid = os.fork()
+            if pid == 0:
+                run_child(request, fds, inherited)
+            try:
+                os.setpgid(pid, pid)
+            except OSError:
+                pass  # the child did it first
+            for fd in fds:
+                os.close(fd)
+            pids[conn] = pid
+            ends[os.pidfd_open(pid)] = conn
+            watched.add(conn)
+            reply(conn, {"pid": pid})
+        elif ready is sys.stdin:
+            if not os.read(sys.stdin.fileno(), 1 << 16):  # the suite is done
+                for pid in pids.values():
+                    kill_group(pid, signal.SIGKILL)
+                sys.exit(0)
+        elif isinstance(ready, int):  # a child has ended
+            conn = ends.pop(ready)
+            os.close(ready)
+            _, status = os.waitpid(pids.pop(conn), 0)
+            watched.discard(conn)
+            reply(conn, {"returncode": os.waitstatus_to_exitcode(status)})
+            conn.close()
+        elif ready in watched:
+            try:
+                message = ready.recv(1 << 16)
+            except OSError:
+                message = b""
+            if not message:  # the caller went away: so does what it started
+                kill_group(pids[ready], signal.SIGKILL)
+                watched.discard(ready)
+            for line in message.splitlines():
+                kill_group(pids[ready], json.loads(line)["signal"])
 """
 
 
 class PreloadedPython:
-    """One server per test process, started at the first command it can run; `env` is the
-    environment it starts with (its start-up variables are those of every command it runs)."""
+    """One server for the commands whose interpreter start-up settings are those of `env`,
+    listening at `socket_path(directory, env)`; started by `start` or at the first `run`."""
 
-    def __init__(self, python: str, env: Dict[str, str]) -> None:
+    def __init__(self, python: str, env: Dict[str, str], directory: Path) -> None:
         self.python = python
         self.env = env
         self.startup_settings = startup_settings(env)
+        self.socket = socket_path(directory, env)
         self.bin = Path(python).parent
         self.server: Optional[subprocess.Popen] = None
-        self.pending = b""
 
     def handles(self, args: List, env: Dict[str, str]) -> bool:
         """A fairseq program, `python -m fairseq_struct...` or one of the project's benchmark
@@ -142,7 +244,7 @@ class PreloadedPython:
         if startup_settings(env) != self.startup_settings:
             return False
         program = Path(str(args[0]))
-        if program.parent == self.bin and program.name in _FAIRSEQ_PROGRAMS:
+        if program.parent == self.bin and program.name in FAIRSEQ_PROGRAMS:
             return True
         if str(program) != self.python or len(args) < 2:
             return False
@@ -155,28 +257,41 @@ class PreloadedPython:
             and script.suffix == ".py"
         )
 
+    def start(self) -> None:
+        if self.server is None or self.server.poll() is not None:
+            if self.socket.exists():
+                self.socket.unlink()
+            self.server = subprocess.Popen(
+                [self.python, "-c", _SERVER, str(self.socket)], stdin=subprocess.PIPE, env=self.env
+            )
+            deadline = time.monotonic() + 60
+            while not self.socket.exists():  # bound before the server's imports
+                if self.server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the preloaded Python server did not start ({self.socket})")
+                time.sleep(0.01)
+
     def run(
         self, args: List, cwd: Path, env: Dict[str, str], timeout: float
     ) -> subprocess.CompletedProcess:
         """`args` in a forked child: what `subprocess.run(args, cwd=cwd, env=env,
         capture_output=True, text=True, timeout=timeout)` gives."""
+        self.start()
         args = [str(arg) for arg in args]
         argv = args[1:] if args[0] == self.python else args
+        name = Path(args[0]).name
         with tempfile.TemporaryDirectory(prefix="preloaded-") as scratch:
             out, err = Path(scratch, "stdout"), Path(scratch, "stderr")
-            request = {"argv": argv, "cwd": str(cwd), "env": env}
-            request["logging_before_fairseq"] = Path(args[0]).name in _LOGGING_BEFORE_FAIRSEQ
-            request.update(stdout=str(out), stderr=str(err))
-            server = self._server()
-            server.stdin.write(json.dumps(request).encode("utf-8") + b"\n")
-            server.stdin.flush()
-            child = self._reply(None)["pid"]
+            streams = [open(os.devnull, "rb"), open(out, "wb"), open(err, "wb")]
             try:
-                returncode = self._reply(timeout)["returncode"]
-            except subprocess.TimeoutExpired:
-                os.kill(child, signal.SIGKILL)
-                self._reply(None)
-                raise subprocess.TimeoutExpired(args, timeout)
+                connection = send_request(self.socket, argv, cwd, env, name, streams)
+            finally:
+                for stream in streams:
+                    stream.close()
+            with connection:
+                try:
+                    returncode = wait_for_exit(connection, timeout)
+                except subprocess.TimeoutExpired:
+                    raise subprocess.TimeoutExpired(args, timeout)  # closing kills the child
             stdout = out.read_text(encoding="utf-8", errors="replace")
             stderr = err.read_text(encoding="utf-8", errors="replace")
         return subprocess.CompletedProcess(args, returncode, stdout, stderr)
@@ -185,33 +300,43 @@ class PreloadedPython:
         if self.server is not None and self.server.poll() is None:
             self.server.stdin.close()
             self.server.wait(timeout=60)
+        if self.socket.exists():
+            self.socket.unlink()
 
-    def _server(self) -> subprocess.Popen:
-        if self.server is None or self.server.poll() is not None:
-            self.pending = b""
-            self.server = subprocess.Popen(
-                [self.python, "-c", _SERVER],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env=self.env,
-            )
-        return self.server
 
-    def _reply(self, timeout: Optional[float]) -> dict:
-        """The server's next line; read from the pipe unbuffered, so that `select` sees a line
-        that has arrived (a buffered reader may hold it already)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        stream = self.server.stdout.fileno()
-        while b"\n" not in self.pending:
+def send_request(
+    path: Path, argv: List[str], cwd, env: Dict[str, str], program: str, streams: List
+) -> socket.socket:
+    """Asks the server at `path` to run `python ARGV` (or the script ARGV[0]) in `cwd` with
+    `env`, on the three standard `streams` (file objects or descriptors); the connection then
+    carries the child's exit status, and closing it kills the child."""
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.connect(str(path))
+    request = {"argv": argv, "cwd": str(cwd), "env": dict(env)}
+    request["logging_before_fairseq"] = program in LOGGING_BEFORE_FAIRSEQ
+    fds = [stream if isinstance(stream, int) else stream.fileno() for stream in streams]
+    socket.send_fds(connection, [json.dumps(request).encode("utf-8") + b"\n"], fds)
+    return connection
+
+
+def wait_for_exit(connection: socket.socket, timeout: Optional[float] = None) -> int:
+    """The child's exit status (negative: the signal that ended it), from the server's replies
+    (its pid, then its status); TimeoutExpired when it has not ended after `timeout` s."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pending = b""
+    while True:
+        while b"\n" not in pending:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not select.select([stream], [], [], left)[0]:
+            if not select.select([connection], [], [], left)[0]:
                 raise subprocess.TimeoutExpired("preloaded python", timeout)
-            chunk = os.read(stream, 1 << 16)
+            chunk = connection.recv(1 << 16)
             if not chunk:
-                raise RuntimeError(f"the preloaded Python server ended ({self.server.wait()})")
-            self.pending += chunk
-        line, self.pending = self.pending.split(b"\n", 1)
-        return json.loads(line)
+                raise RuntimeError("the preloaded Python server ended")
+            pending += chunk
+        line, pending = pending.split(b"\n", 1)
+        reply = json.loads(line)
+        if "returncode" in reply:
+            return reply["returncode"]
 
 
 def startup_settings(env: Dict[str, str]) -> Dict[str, str]:
@@ -221,3 +346,9 @@ def startup_settings(env: Dict[str, str]) -> Dict[str, str]:
         for key, value in env.items()
         if key.startswith(_STARTUP_VARIABLES) and key not in _CHILD_SETS_ITSELF
     }
+
+
+def socket_path(directory: Path, env: Dict[str, str]) -> Path:
+    """Where the server for the start-up settings of `env` listens, in `directory`."""
+    settings = json.dumps(sorted(startup_settings(env).items())).encode("utf-8")
+    return Path(directory) / f"{hashlib.sha1(settings).hexdigest()[:16]}.sock"

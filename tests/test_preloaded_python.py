@@ -3,11 +3,15 @@ exit status, standard output and error, working directory and environment; a com
 run the same way is left to a plain subprocess."""
 
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
-from conftest import venv_tool
+from conftest import preloaded_server, script_environment, venv_tool
 from preloaded_python import PreloadedPython
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
@@ -15,9 +19,10 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
 
 @pytest.fixture(scope="module")
 def preloaded():
-    server = PreloadedPython(sys.executable, ENV)
-    yield server
-    server.close()
+    with tempfile.TemporaryDirectory(prefix="preloaded-test-") as directory:
+        server = PreloadedPython(sys.executable, ENV, Path(directory))
+        yield server
+        server.close()
 
 
 def _program_lines(stderr: str) -> list:
@@ -110,3 +115,101 @@ def test_a_fairseq_program_logs_as_in_a_new_process(preloaded, tmp_path):
         )
     assert outputs[0] == outputs[1]
     assert "INFO:fairseq_cli.preprocess:" in outputs[0][1]
+
+
+# ------------------------------------------------------------- the scripts' stand-ins
+# What the project's scripts run under test (conftest.script_environment): `python` and fairseq's
+# programs of FAIRSEQ_STRUCT_TOOLS are stand-ins that fork the command from the server.
+
+PROGRAM = """
+import os, sys
+print(sys.argv, os.getcwd(), os.environ.get("FAIRSEQ_STRUCT_PROBE"), sys.path[0] in ("", os.getcwd()))
+print("read:", sys.stdin.read().strip())
+print("to stderr", file=sys.stderr)
+sys.exit(int(os.environ.get("FAIRSEQ_STRUCT_PROBE", "0")))
+"""
+
+
+def _both_ways(args: list, tmp_path, env: dict, stdin: str = "") -> tuple:
+    """The stand-in's and the real program's (exit status, stdout, stderr) for `args`."""
+    stand_ins = Path(env["FAIRSEQ_STRUCT_TOOLS"])
+    results = []
+    for tools in (stand_ins, Path(sys.executable).parent):
+        program = str(tools / args[0])
+        result = subprocess.run(
+            [program, *args[1:]], cwd=tmp_path, env=env, input=stdin, capture_output=True, text=True
+        )
+        results.append((result.returncode, result.stdout, _program_lines(result.stderr)))
+    return results
+
+
+def test_a_stand_in_gives_what_the_program_gives(tmp_path):
+    env = script_environment({"FAIRSEQ_STRUCT_PROBE": "3"})
+    (tmp_path / "program.py").write_text(PROGRAM, encoding="utf-8")
+    (tmp_path / "hyp.txt").write_text("a cat sat\n", encoding="utf-8")
+    outcomes = []
+    for args in (
+        ["python3", "program.py", "--x", "1"],
+        ["python", "-c", PROGRAM, "--x"],
+        ["python3", "-", "--y"],
+        ["python3", "-m", "program", "z"],
+        ["python3", "-m", "fairseq_struct.eval.score", "--hyp", "hyp.txt", "--ref", "hyp.txt"],
+        ["python3", "-m", "fairseq_struct.eval.score", "--hyp", "hyp.txt", "--ref", "none.txt"],
+        ["fairseq-preprocess", "--help"],
+    ):
+        stdin = PROGRAM if args[1] == "-" else "some input"
+        stand_in, real = _both_ways(args, tmp_path, env, stdin)
+        assert stand_in == real, args
+        outcomes.append(stand_in)
+    for returncode, stdout, stderr in outcomes[:4]:
+        assert returncode == 3 and "read:" in stdout and "True" in stdout, stdout
+        assert "to stderr" in stderr
+    assert (
+        outcomes[0][1].startswith("['program.py', '--x', '1']")
+        and "read: some input" in outcomes[0][1]
+    )
+    assert outcomes[2][1].startswith("['-', '--y']")  # the program was its standard input
+    assert outcomes[4][0] == 0 and outcomes[5][0] == 1 and "none.txt" in "".join(outcomes[5][2])
+    assert outcomes[6][0] == 0 and "--trainpref" in outcomes[6][1]
+
+
+def _forked_children(server_pid: int) -> set:
+    children = Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()
+    return {int(pid) for pid in children}
+
+
+def _wait_for(condition, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
+def test_a_stand_in_passes_on_signals_and_its_child_ends_with_it(signum, tmp_path):
+    """A signal to the stand-in (a script's process group killed, Ctrl-C) reaches the command;
+    SIGKILL, which the stand-in cannot pass on, ends the command when the stand-in is gone."""
+    env = script_environment()
+    server = preloaded_server(env).server.pid
+    before = _forked_children(server)
+    started = tmp_path / "started"
+    sleeper = f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)\n"
+    stand_in = Path(env["FAIRSEQ_STRUCT_TOOLS"]) / "python3"
+    process = subprocess.Popen([str(stand_in), "-c", sleeper], env=env)
+    _wait_for(started.exists)
+    (child,) = _forked_children(server) - before
+    process.send_signal(signum)
+    assert process.wait(timeout=30) == -signum  # ended as the real program would be
+    _wait_for(lambda: child not in _forked_children(server))
+
+
+def test_what_the_server_cannot_run_runs_as_the_real_program(tmp_path):
+    env = script_environment()
+    code = "import sys; print(sys.stdout.write_through)"
+    stand_in, real = _both_ways(["python3", "-u", "-c", code], tmp_path, env)
+    assert stand_in == real == (0, "True\n", [])  # an interpreter option
+    seeded = dict(env, PYTHONHASHSEED="17")  # no server has this seed
+    code = "print(hash('a'))"
+    stand_in, real = _both_ways(["python3", "-c", code], tmp_path, seeded)
+    assert stand_in == real
+    assert not preloaded_server(seeded).handles([sys.executable, "-m", "fairseq_struct.x"], env)

@@ -9,7 +9,8 @@ case "${1:-}" in
   *) echo "$(basename "$0"): unknown argument '$1' (settings are the environment variables above)" >&2; usage 2 ;;
 esac
 cd "$(dirname "$0")/.."
-# The project's virtual environment (made by `make demo`) comes first when it exists.
-if [[ -x .venv/bin/python ]]; then export PATH="$PWD/.venv/bin:$PATH"; fi
+# The project's tools (lib/tools.sh: the virtual environment `make demo` makes) come first.
+source scripts/lib/tools.sh
+if [[ -n "$TOOLS" ]]; then export PATH="${TOOLS%/}:$PATH"; fi
 START=$SECONDS
 step() { printf '\n== %s (%ds) ==\n' "$1" $((SECONDS - START)); }

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from conftest import REPO_ROOT, run_tool
+from conftest import REPO_ROOT, run_tool, script_environment
 
 from fairseq_struct.demo_data.synthetic_en_tr import write_corpus
 
@@ -46,7 +46,7 @@ def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path):
 
     # Killed (the whole process group, as a terminal's Ctrl-\ or a cluster's time limit) once
     # the second system's training has started.
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    env = script_environment()
     grid = subprocess.Popen(
         command,
         cwd=REPO_ROOT,

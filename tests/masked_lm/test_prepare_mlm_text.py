@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, script_environment
 
 from fairseq_struct.masked_lm.prepare import main
 from fairseq_struct.pieces.markers import pieces_to_text
@@ -90,7 +90,7 @@ def test_unreadable_or_reserved_text_is_refused_with_file_and_line(tmp_path, cap
 def test_script_passes_its_workers_to_prepare_and_fairseq_preprocess(tmp_path):
     train, valid = _write(tmp_path / "train.txt", TRAIN), _write(tmp_path / "valid.txt", VALID)
     out = tmp_path / "bin"
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
+    env = script_environment({"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
     result = subprocess.run(
         ["bash", REPO_ROOT / "scripts" / "prepare-mlm.sh", "--train", train, "--valid", valid,
          "--out", out, "--units", "words", "--workers", "2"],

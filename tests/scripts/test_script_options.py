@@ -3,21 +3,23 @@ or an unknown argument is an error message with exit status 2 (issue 14), never 
 "unbound variable" and never a run: the demos used to start on `--help`."""
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, script_environment
 
 SCRIPTS = sorted(path.name for path in (REPO_ROOT / "scripts").glob("*.sh"))
 # Source lines that a usage printed from the script's own text would let through.
 SOURCE_MARKS = ("set -euo", "usage()", "while [[", 'case "$1"', "REPO=", "#!/")
 
 
-def _run(script: str, *arguments: str, cwd: Path) -> subprocess.CompletedProcess:
+def _run(script: str, *arguments: str, cwd: Path, env: dict = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["bash", str(REPO_ROOT / "scripts" / script), *arguments],
-        cwd=cwd, capture_output=True, text=True, timeout=60,
+        cwd=cwd, capture_output=True, text=True, timeout=60, env=env or script_environment(),
     )  # fmt: skip
 
 
@@ -104,3 +106,41 @@ def test_train_refuses_a_target_language_without_a_dictionary(tmp_path):
     result = _run("train-en-tr.sh", "--data", str(data), "--save-dir", "ck", cwd=tmp_path)
     assert result.returncode == 2
     assert f"{data} has no dict.iu.txt for target language 'iu'" in result.stderr
+
+
+def test_the_tools_are_those_of_fairseq_struct_tools_then_the_checkouts_then_path(tmp_path):
+    """scripts/lib/tools.sh: the directory FAIRSEQ_STRUCT_TOOLS names, else .venv/bin of the
+    checkout when it exists, else PATH; the scripts run python and fairseq's programs from it."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    log = tmp_path / "calls.log"
+    for name in ("python", "python3", "fairseq-train", "fairseq-generate"):
+        real = Path(sys.executable).parent / name
+        then = f'exec "{real}" "$@"' if name.startswith("python") else "exit 3"
+        (tools / name).write_text(f'#!/bin/bash\necho "{name} $1" >> "{log}"\n{then}\n')
+        (tools / name).chmod(0o755)
+    env = dict(os.environ, FAIRSEQ_STRUCT_TOOLS=str(tools))
+    source = ["bash", "-c", f'source "{REPO_ROOT}/scripts/lib/tools.sh"; echo "$TOOLS"']
+    chosen = subprocess.run(source, env=env, capture_output=True, text=True).stdout
+    assert chosen == f"{tools}/\n"
+    env.pop("FAIRSEQ_STRUCT_TOOLS")
+    chosen = subprocess.run(source, env=env, capture_output=True, text=True).stdout
+    venv = REPO_ROOT / ".venv" / "bin"
+    assert chosen == (f"{venv}/\n" if (venv / "python").exists() else "\n")
+
+    env["FAIRSEQ_STRUCT_TOOLS"] = str(tools)
+    data = _data_dir(tmp_path, ["en", "tr"], report_target="tr")
+    training = ["train-en-tr.sh", "--data", str(data), "--save-dir", "ck", "--cpu"]
+    trained = _run(*training, cwd=tmp_path, env=env)
+    assert trained.returncode == 3, trained.stderr
+    (data / "test.raw.tr").write_text("a\n", encoding="utf-8")
+    evaluation = ["evaluate.sh", str(data), str(data / "test.raw.tr"), str(data / "test.raw.tr")]
+    evaluated = _run(*evaluation, str(tmp_path / "eval"), cwd=tmp_path, env=env)
+    assert evaluated.returncode == 3
+    calls = log.read_text().splitlines()
+    # train-en-tr.sh: where the package is, the target language, then training; evaluate.sh:
+    # where the package is, then decoding.
+    assert calls == ["python -c", "python -c", f"fairseq-train {data}"] + [
+        "python3 -c",
+        f"fairseq-generate {data}",
+    ], calls
