@@ -146,6 +146,14 @@ def script_environment(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     return dict(env, FAIRSEQ_STRUCT_TOOLS=str(tools), **{SERVERS_VARIABLE: str(_PRELOADED_DIR)})
 
 
+def python_stand_in(env: Optional[Dict[str, str]] = None) -> Tuple[str, Dict[str, str]]:
+    """`python3` for a test that starts (and signals, or kills) a Python process itself, and the
+    environment to start it with: a stand-in that forks the command from the preloaded server
+    (`script_environment`), so that a process of its own costs no imports."""
+    env = script_environment(env)
+    return str(Path(env["FAIRSEQ_STRUCT_TOOLS"]) / "python3"), env
+
+
 def free_port() -> int:
     """A TCP port nothing listens on now (for torchrun's --master_port)."""
     with socket.socket() as probe:
@@ -184,10 +192,14 @@ torch.save(state, f"{out}/rank{trainer.data_parallel_rank}.pt")
 
 def torchrun_train(train_args: list, weights_dir: Path, processes: int = 2) -> tuple:
     """`torchrun --nproc_per_node N fairseq-train ...` on a free port, gloo backend; returns the
-    finished process and the final weights of each rank (from weights_dir/rank<R>.pt)."""
+    finished process and the final weights of each rank (from weights_dir/rank<R>.pt). Each
+    worker is `python3 SCRIPT` of `python_stand_in` (`--no-python`: torchrun starts the given
+    program instead of its own interpreter), forked with torchrun's variables (rank, world size,
+    address)."""
     weights_dir.mkdir(parents=True, exist_ok=True)
     script = weights_dir / "train_and_save_rank_weights.py"
     script.write_text(_RANK_WEIGHTS_TRAIN, encoding="utf-8")
+    python, _ = python_stand_in()
     result = run_tool(
         [
             venv_tool("torchrun"),
@@ -195,6 +207,8 @@ def torchrun_train(train_args: list, weights_dir: Path, processes: int = 2) -> t
             str(processes),
             "--master_port",
             str(free_port()),
+            "--no-python",
+            python,
             str(script),
             str(weights_dir),
             *train_args,

@@ -62,7 +62,8 @@ def main(program: str) -> None:
         signal.signal(signum, pass_on)
     returncode = wait_for_exit(connection)
     if returncode < 0:  # ended by a signal: so does this process
-        signal.signal(-returncode, signal.SIG_DFL)
+        if -returncode in _PASSED_ON:
+            signal.signal(-returncode, signal.SIG_DFL)
         os.kill(os.getpid(), -returncode)
     sys.exit(returncode)
 

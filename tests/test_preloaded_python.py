@@ -153,9 +153,9 @@ def test_a_stand_in_gives_what_the_program_gives(tmp_path):
         ["python", "-c", PROGRAM, "--x"],
         ["python3", "-", "--y"],
         ["python3", "-m", "program", "z"],
-        ["python3", "-m", "fairseq_struct.eval.score", "--hyp", "hyp.txt", "--ref", "hyp.txt"],
         ["python3", "-m", "fairseq_struct.eval.score", "--hyp", "hyp.txt", "--ref", "none.txt"],
         ["fairseq-preprocess", "--help"],
+        ["python3", "-c", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"],
     ):
         stdin = PROGRAM if args[1] == "-" else "some input"
         stand_in, real = _both_ways(args, tmp_path, env, stdin)
@@ -169,8 +169,9 @@ def test_a_stand_in_gives_what_the_program_gives(tmp_path):
         and "read: some input" in outcomes[0][1]
     )
     assert outcomes[2][1].startswith("['-', '--y']")  # the program was its standard input
-    assert outcomes[4][0] == 0 and outcomes[5][0] == 1 and "none.txt" in "".join(outcomes[5][2])
-    assert outcomes[6][0] == 0 and "--trainpref" in outcomes[6][1]
+    assert outcomes[4][0] == 1 and "none.txt" in "".join(outcomes[4][2])  # a missing file
+    assert outcomes[5][0] == 0 and "--trainpref" in outcomes[5][1]
+    assert outcomes[6][0] == -signal.SIGKILL  # a program that SIGKILL ended
 
 
 def _forked_children(server_pid: int) -> set:

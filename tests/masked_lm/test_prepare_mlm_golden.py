@@ -13,7 +13,6 @@ Wikipedia sentences of ../shared/data/tr-raw (skipped with a reason where it is 
 
 import hashlib
 import json
-import os
 import random
 import subprocess
 import sys
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Dict, List, Sequence
 
 import pytest
-from conftest import REPO_ROOT, SHARED_DATA, run_tool
+from conftest import REPO_ROOT, SHARED_DATA, python_stand_in, run_tool
 
 from fairseq_struct.demo_data.synthetic_en_tr import generate_corpus
 
@@ -152,9 +151,9 @@ def run_prepare(arguments: List[str], program: Sequence[str]) -> subprocess.Comp
     """With PYTHONHASHSEED=0, as scripts/prepare-mlm.sh runs it: some of Zemberek's analyses
     depend on the string hash seed. A new process in a session of its own, which a killed run
     kills whole (the finished runs, `prepared`, go through `run_tool`, the same settings)."""
-    env = dict(os.environ, PYTHONHASHSEED="0", OMP_NUM_THREADS="1")
+    python, env = python_stand_in({"PYTHONHASHSEED": "0"})
     return subprocess.run(
-        [sys.executable, *program, *arguments],
+        [python, *program, *arguments],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

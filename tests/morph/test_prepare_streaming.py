@@ -5,15 +5,13 @@ each stage's time and progress are reported."""
 
 import json
 import logging
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, python_stand_in
 from test_prepare import make_corpus, prepare_args, restore_logging  # noqa: F401 (autouse)
 
 from fairseq_struct.morph import prepare
@@ -39,10 +37,10 @@ sys.exit(prepare.main(sys.argv[3:]))
 
 def _run(arguments: List[str], killed_at: tuple = ()) -> subprocess.CompletedProcess:
     """prepare in a process group of its own (PYTHONHASHSEED=0, as the scripts run it)."""
-    command = [sys.executable, "-c", KILLED_RUN, *map(str, killed_at), *arguments]
+    python, env = python_stand_in({"PYTHONHASHSEED": "0", "PYTHONPATH": str(REPO_ROOT)})
+    command = [python, "-c", KILLED_RUN, *map(str, killed_at), *arguments]
     if not killed_at:
-        command = [sys.executable, "-m", "fairseq_struct.morph.prepare", *arguments]
-    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=str(REPO_ROOT))
+        command = [python, "-m", "fairseq_struct.morph.prepare", *arguments]
     return subprocess.run(
         command, env=env, cwd=REPO_ROOT, capture_output=True, text=True, start_new_session=True
     )
