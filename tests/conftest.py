@@ -13,7 +13,7 @@ from typing import Callable, Dict, Optional, Tuple
 import pytest
 import torch
 from filelock import FileLock
-from preloaded_python import PreloadedPython, startup_settings
+from preloaded_python import PreloadedPython, socket_path
 from preloaded_tool import SERVERS_VARIABLE, write_stand_ins
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -86,7 +86,7 @@ def venv_tool(name: str) -> str:
 # One preloaded server per set of interpreter start-up settings (the suite's; PYTHONHASHSEED=0
 # for the preparations), each started by the first command that needs it, listening in a
 # directory of this process (a Unix socket's path must be short: not under pytest's basetemp).
-_preloaded: Dict[Tuple[Tuple[str, str], ...], PreloadedPython] = {}
+_preloaded: Dict[Path, PreloadedPython] = {}  # by the socket each listens at
 _PRELOADED_DIR = Path(tempfile.mkdtemp(prefix="preloaded-"))
 
 
@@ -96,17 +96,12 @@ def pytest_sessionfinish() -> None:
     shutil.rmtree(_PRELOADED_DIR, ignore_errors=True)
 
 
-def _tool_environment(env: Optional[Dict[str, str]]) -> Dict[str, str]:
-    """The suite's environment for the programs it starts: one thread, warnings off, `env` added."""
-    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore", **(env or {})}
-
-
 def preloaded_server(env: Dict[str, str]) -> PreloadedPython:
     """The server for commands with the start-up settings of `env` (made here, started later)."""
-    key = tuple(sorted(startup_settings(env).items()))
-    if key not in _preloaded:
-        _preloaded[key] = PreloadedPython(sys.executable, env, _PRELOADED_DIR)
-    return _preloaded[key]
+    address = socket_path(_PRELOADED_DIR, env)  # named after the settings
+    if address not in _preloaded:
+        _preloaded[address] = PreloadedPython(sys.executable, env, _PRELOADED_DIR)
+    return _preloaded[address]
 
 
 def run_tool(
@@ -133,11 +128,12 @@ def run_tool(
 
 
 def script_environment(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """The environment for the project's scripts (or a program that runs them): that of
-    `run_tool`, with FAIRSEQ_STRUCT_TOOLS (scripts/lib/tools.sh) naming stand-ins for `python`
-    and fairseq's programs that fork the commands from the preloaded servers (preloaded_tool.py).
-    The servers for the scripts' own setting (the preparations' PYTHONHASHSEED=0) start here."""
-    env = _tool_environment(env)
+    """The environment for the programs the suite starts, the project's scripts among them: one
+    thread, warnings off, `env` added, and FAIRSEQ_STRUCT_TOOLS (scripts/lib/tools.sh) naming
+    stand-ins for `python` and fairseq's programs that fork the commands from the preloaded
+    servers (preloaded_tool.py). The servers for the scripts' own setting (the preparations'
+    PYTHONHASHSEED=0) start here."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore", **(env or {})}
     tools = _PRELOADED_DIR / "tools"
     if not tools.exists():
         write_stand_ins(tools, sys.executable)
@@ -451,12 +447,6 @@ def run_script(
     return result
 
 
-def tools_first_on_path() -> str:
-    """PATH with the directory of the test interpreter's tools (python, fairseq-*) first, for
-    scripts that run them by name."""
-    return f"{Path(venv_tool('python')).parent}:{os.environ['PATH']}"
-
-
 # ------------------------------------------------------------------ pretraining runs (downstream)
 # Pretraining runs of the three unit kinds, small enough for tests: what a user gets from
 # `scripts/prepare-mlm.sh` (text/, dict.txt, spm.model, binarized splits) on Turkish text of the
@@ -488,7 +478,6 @@ def _prepared_mlm(tmp_path_factory, text: Path, name: str, *options: str) -> Pat
             "--out",
             str(out / "data"),
             *options,
-            env={"PATH": tools_first_on_path()},
         )
 
     return built_once(tmp_path_factory, name, prepare) / "data"

@@ -13,7 +13,7 @@ from seqeval.metrics import f1_score
 from seqeval.scheme import IOB2
 
 from fairseq_struct.downstream.encoder_options import encoder_arguments, model_config
-from tests.conftest import run_script, run_tool, tools_first_on_path, venv_tool
+from tests.conftest import run_script, run_tool, venv_tool
 
 PEOPLE = (
     "çocuk",
@@ -91,7 +91,6 @@ def test_fine_tuning_a_pretrained_encoder_learns_and_predicts_in_the_input_forma
         "1e-3",
         cwd=tmp_path,
         timeout=900,
-        env={"PATH": tools_first_on_path(), "OMP_NUM_THREADS": "1"},
     )
     assert "Loaded checkpoint " + str(pretrained_bert2d) in result.stderr + result.stdout
     run_tool(

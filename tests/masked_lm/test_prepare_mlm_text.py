@@ -1,10 +1,7 @@
 """masked_lm.prepare: raw text → pieces or words for fairseq-preprocess --only-source."""
 
 import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT, script_environment
@@ -90,11 +87,10 @@ def test_unreadable_or_reserved_text_is_refused_with_file_and_line(tmp_path, cap
 def test_script_passes_its_workers_to_prepare_and_fairseq_preprocess(tmp_path):
     train, valid = _write(tmp_path / "train.txt", TRAIN), _write(tmp_path / "valid.txt", VALID)
     out = tmp_path / "bin"
-    env = script_environment({"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"})
     result = subprocess.run(
         ["bash", REPO_ROOT / "scripts" / "prepare-mlm.sh", "--train", train, "--valid", valid,
          "--out", out, "--units", "words", "--workers", "2"],
-        env=env, capture_output=True, text=True, timeout=600,
+        env=script_environment(), capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((out / "text" / "prepare_report.json").read_text())["workers"] == 2
