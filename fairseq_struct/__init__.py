@@ -2,9 +2,10 @@
 
 Importing this package (fairseq does, for `--user-dir fairseq_struct`) does two things:
 apply the repairs of fairseq 0.12 and torch listed in `fairseq_struct.fixes`, then register
-every criterion, model, architecture and task with fairseq. Nothing here imports the
-preparation code (Zemberek, SentencePiece training, Morfessor), so training workers stay light.
+every criterion, model, architecture, task and text encoder (`--bpe`) with fairseq. Nothing
+here imports the preparation code (Zemberek, SentencePiece training, Morfessor), so training
+workers stay light.
 """
 
 from fairseq_struct import fixes  # noqa: F401  (first: the components rely on the repairs)
-from fairseq_struct import criterions, models, tasks  # noqa: F401
+from fairseq_struct import criterions, encoders, models, tasks  # noqa: F401

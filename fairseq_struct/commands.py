@@ -30,6 +30,8 @@ COMMANDS: Dict[str, str] = {
     "fairseq-struct-splits": "fairseq_struct.corpora.splits",
     "fairseq-struct-demo-corpus": "fairseq_struct.demo_data.synthetic_en_tr",
     "fairseq-struct-demo-labelled": "fairseq_struct.demo_data.synthetic_labelled_tr",
+    "fairseq-struct-translate": "fairseq_struct.inference.translate",
+    "fairseq-struct-average-checkpoints": "fairseq_struct.inference.average_checkpoints",
     "fairseq-struct-score": "fairseq_struct.eval.score",
     "fairseq-struct-generate-output": "fairseq_struct.eval.generate_output",
     "fairseq-struct-density-buckets": "fairseq_struct.eval.density_buckets",

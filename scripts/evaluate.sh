@@ -13,7 +13,8 @@ usage() {
 Usage: scripts/evaluate.sh DATA_BIN CHECKPOINT RAW_REFERENCE OUT_DIR [options] [-- GENERATE_ARGS...]
 
   DATA_BIN        binarized data directory (fairseq-preprocess --destdir)
-  CHECKPOINT      model checkpoint, e.g. checkpoints/checkpoint_best.pt
+  CHECKPOINT      model checkpoint, e.g. checkpoints/checkpoint_best.pt; several, joined by
+                  ':' (checkpoints/a.pt:checkpoints/b.pt), decode as one ensemble (fairseq's --path)
   RAW_REFERENCE   raw target-side text of the generated subset, one sentence per line
   OUT_DIR         receives generate-SUBSET.log, hyp.txt and scores.json
 
@@ -60,7 +61,8 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 
-for input in "$data_bin" "$checkpoint" "$reference"; do
+IFS=: read -r -a checkpoints <<<"$checkpoint"
+for input in "$data_bin" "${checkpoints[@]}" "$reference"; do
     if [[ ! -e $input ]]; then
         echo "evaluate.sh: $input does not exist" >&2
         exit 1
@@ -94,7 +96,11 @@ if [[ -n $batch_size ]]; then
     generate+=(--batch-size "$batch_size")
 fi
 echo "evaluate.sh: ${generate[*]} ${generate_args[*]} > $generate_log" >&2
-"${generate[@]}" "${generate_args[@]}" >"$generate_log"
+# The output passes through generate_progress on its way to the log: a sentence counter with
+# sentences/s and ETA (fairseq-generate's own bar counts batches of minutes each on a CPU).
+sentences=$(wc -l <"$reference")
+"${generate[@]}" --no-progress-bar "${generate_args[@]}" |
+    "$python" -m fairseq_struct.eval.generate_progress "$generate_log" --total "$sentences"
 
 "$python" -m fairseq_struct.eval.generate_output "$generate_log" --out "$hypotheses" \
     --ref "$reference"

@@ -10,6 +10,7 @@ fairseq's `TransformerModel` and swaps only the layers, so everything else (embe
 """
 
 from argparse import Namespace
+from pathlib import Path
 
 from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model, register_model_architecture
@@ -103,6 +104,35 @@ class TPTransformerModel(TransformerModel):
                 "or normal (std 1/sqrt(d_r), which makes R several times larger; see "
                 "modules/role_attention.py)",
             )
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        model_name_or_path: str,
+        checkpoint_file: str = "model.pt",
+        data_name_or_path: str = ".",
+        **kwargs,
+    ):
+        """fairseq's hub interface (`.translate([...])`, `.sample`, `.generate`).
+
+        Unless `bpe` is given, raw text goes through `--bpe struct_sentencepiece` with the data
+        directory's spm.model, as the preparation treated it (whitespace normalised), and comes
+        back as plain words:
+
+            TPTransformerModel.from_pretrained("checkpoints", "checkpoint_best.pt",
+                                               data_name_or_path="data-bin/en-tr")
+        """
+        if "bpe" not in kwargs:
+            data = Path(data_name_or_path)
+            if data_name_or_path.startswith("."):  # fairseq: relative to the model directory
+                data = Path(model_name_or_path, data_name_or_path)
+            if (data / "spm.model").is_file():
+                kwargs.update(
+                    bpe="struct_sentencepiece", sentencepiece_model=str(data / "spm.model")
+                )
+        return super().from_pretrained(
+            model_name_or_path, checkpoint_file, data_name_or_path, **kwargs
+        )
 
     def set_beam_size(self, beam_size: int) -> None:
         """fairseq's SequenceGenerator announces its beam through the model (as for BART), so

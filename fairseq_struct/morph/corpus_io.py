@@ -95,20 +95,25 @@ def iter_lines(path: PathLike) -> Iterator[str]:
 
     Raises CorpusError naming file, line and byte offset at the first invalid UTF-8.
     """
-    offset = 0  # of the current line in the file
     with open(path, "rb") as file:
-        for number, raw in enumerate(file, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise CorpusError(
-                    f"{path}:{number}: invalid UTF-8 at byte {error.start} of the line "
-                    f"(byte {offset + error.start} of the file): {error.reason}"
-                ) from None
-            offset += len(raw)
-            if line.endswith("\n"):
-                line = line[:-1]
-            yield line[:-1] if line.endswith("\r") else line
+        yield from iter_stream_lines(file, path)
+
+
+def iter_stream_lines(stream: BinaryIO, name: PathLike) -> Iterator[str]:
+    """`iter_lines` of an open binary stream (standard input, say); errors say `name:line:`."""
+    offset = 0  # of the current line in the stream
+    for number, raw in enumerate(stream, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise CorpusError(
+                f"{name}:{number}: invalid UTF-8 at byte {error.start} of the line "
+                f"(byte {offset + error.start} of the file): {error.reason}"
+            ) from None
+        offset += len(raw)
+        if line.endswith("\n"):
+            line = line[:-1]
+        yield line[:-1] if line.endswith("\r") else line
 
 
 def count_lines(path: PathLike) -> int:
@@ -143,7 +148,7 @@ def _checked_line(
 ) -> str:
     """The line with its whitespace normalised (counted in the report); CorpusError for a
     reserved mark."""
-    _check_reserved(path, number, raw_line)
+    check_reserved(path, number, raw_line)
     line = normalize_whitespace(raw_line)
     if line == raw_line:
         return raw_line  # one string, not an equal copy, for the raw and the normalised lists
@@ -153,7 +158,8 @@ def _checked_line(
     return line
 
 
-def _check_reserved(path: PathLike, number: int, line: str) -> None:
+def check_reserved(path: PathLike, number: int, line: str) -> None:
+    """CorpusError naming file, line and column where `line` holds a reserved mark."""
     for char, name in RESERVED_CHARACTERS.items():
         column = line.find(char)
         if column >= 0:

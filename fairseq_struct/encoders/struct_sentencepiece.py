@@ -1,0 +1,51 @@
+"""`--bpe struct_sentencepiece`: raw text in and out exactly as the project's preparation has it.
+
+fairseq's own `--bpe sentencepiece` encodes a line as SentencePiece gives it and decodes by
+joining the pieces. The preparation (`fairseq_struct.morph.prepare`) does two things more,
+which this encoder does too, so that fairseq-interactive, the hub
+(`TPTransformerModel.from_pretrained(...).translate`) and `fairseq-struct-translate` see the
+same source tokens as training did and give the same plain text:
+
+- whitespace is normalised before encoding (one space between words, none at the edges: the
+  models were trained with SentencePiece's identity normalisation, which keeps every space);
+- generated pieces are turned back into words with `pieces_to_text`, which also drops morpheme
+  boundary marks (present when the data was prepared with them kept in the token sequence).
+"""
+
+from dataclasses import dataclass, field
+
+from fairseq.data.encoders import register_bpe
+from fairseq.dataclass import FairseqDataclass
+
+from fairseq_struct.pieces.markers import WORD_START, pieces_to_text
+
+
+@dataclass
+class StructSentencePieceConfig(FairseqDataclass):
+    sentencepiece_model: str = field(
+        default="???",
+        metadata={"help": "the spm.model of the prepared data directory"},
+    )
+
+
+@register_bpe("struct_sentencepiece", dataclass=StructSentencePieceConfig)
+class StructSentencePiece:
+    def __init__(self, cfg: StructSentencePieceConfig) -> None:
+        # Imported here: the plugin's import (in every training worker) stays clear of the
+        # preparation code and SentencePiece (tests/test_plugin_imports.py).
+        from fairseq_struct.morph.corpus_io import normalize_whitespace
+        from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
+
+        self.model = SentencePieceModel(cfg.sentencepiece_model)
+        self.normalize_whitespace = normalize_whitespace
+
+    def encode(self, x: str) -> str:
+        """Space-separated pieces of the whitespace-normalised line ("" for an empty line)."""
+        line = self.normalize_whitespace(x)
+        return " ".join(self.model.encode(line)) if line else ""
+
+    def decode(self, x: str) -> str:
+        return pieces_to_text(x)
+
+    def is_beginning_of_word(self, x: str) -> bool:
+        return x.startswith(WORD_START)

@@ -1,0 +1,202 @@
+"""Average the weights of fairseq checkpoints (pip users have no fairseq `scripts/`).
+
+    fairseq-struct-average-checkpoints --dir checkpoints --num-update-checkpoints 5 \\
+        --output checkpoints/averaged.pt
+    fairseq-struct-average-checkpoints --dir checkpoints --num-epoch-checkpoints 5 --output ...
+    fairseq-struct-average-checkpoints --dir checkpoints --num-best-checkpoints 5 --output ...
+    fairseq-struct-average-checkpoints --inputs a.pt b.pt c.pt --output averaged.pt
+
+(`python -m fairseq_struct.inference.average_checkpoints` is the same command.) The last N checkpoints
+by update or by epoch (fairseq's file names), the N best by the validation metric each stored
+(BLEU for translation_morph runs with --eval-bleu; `inference.checkpoint_selection`), or the files
+given. Every parameter is the mean of the inputs' (computed in float64, stored in the inputs'
+dtype; integer buffers as fairseq's script: the floor of the mean). Checkpoints of different
+architectures, parameter names or shapes are refused, naming the file.
+
+The output is a checkpoint for translating and evaluating (fairseq-generate, evaluate.sh,
+fairseq-struct-translate, the hub): the newest input's configuration and training state with
+the averaged weights, its optimizer state and stored validation metric left out (neither
+belongs to the new weights). To train on from it: `--restore-file averaged.pt
+--reset-optimizer`. Files are read through the project's safe loader (`fixes`).
+"""
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+import torch
+from fairseq import checkpoint_utils
+from torch import Tensor
+
+from fairseq_struct.inference.checkpoint_selection import (
+    SelectionError,
+    best_checkpoints,
+    last_checkpoints,
+)
+from fairseq_struct.commands import program_name
+from fairseq_struct.morph.corpus_io import atomic_writer
+
+logger = logging.getLogger(__name__)
+
+
+class AverageError(ValueError):
+    """Checkpoints that cannot be averaged; the message names the file."""
+
+
+def architecture(state: dict) -> str:
+    model_cfg = state["cfg"]["model"]
+    return str(getattr(model_cfg, "arch", None) or getattr(model_cfg, "_name", None))
+
+
+def average_checkpoints(paths: Sequence[Path]) -> dict:
+    """The newest-first `paths`' averaged checkpoint (the first path's state around it).
+
+    Raises:
+        AverageError: fewer than one path, or checkpoints that differ in architecture,
+            parameter names or shapes.
+    """
+    if not paths:
+        raise AverageError("no checkpoints to average")
+    sums: Dict[str, Tensor] = {}
+    dtypes: Dict[str, torch.dtype] = {}
+    first_state: Optional[dict] = None
+    first_arch = ""
+    for path in paths:
+        state = checkpoint_utils.load_checkpoint_to_cpu(str(path))
+        params: Dict[str, Tensor] = state["model"]
+        if first_state is None:
+            first_state, first_arch = state, architecture(state)
+            dtypes = {name: tensor.dtype for name, tensor in params.items()}
+            sums = {name: torch.zeros(tensor.shape, dtype=torch.float64) for name, tensor in params.items()}
+        else:
+            _check_same_model(path, state, paths[0], first_arch, first_state["model"])
+        for name, tensor in params.items():
+            sums[name] += tensor.to(torch.float64)
+        del state, params  # one checkpoint in memory at a time besides the sums
+    assert first_state is not None
+    averaged = {}
+    for name, total in sums.items():
+        if dtypes[name].is_floating_point:
+            averaged[name] = (total / len(paths)).to(dtypes[name])
+        else:
+            averaged[name] = torch.div(total, len(paths), rounding_mode="floor").to(dtypes[name])
+    first_state["model"] = averaged
+    first_state.pop("last_optimizer_state", None)
+    extra_state = first_state.setdefault("extra_state", {})
+    extra_state.pop("val_loss", None)
+    extra_state["averaged_from"] = [str(path) for path in paths]
+    return first_state
+
+
+def _check_same_model(
+    path: Path, state: dict, first_path: Path, first_arch: str, first_params: Dict[str, Tensor]
+) -> None:
+    arch = architecture(state)
+    if arch != first_arch:
+        raise AverageError(
+            f"{path}: architecture {arch}, but {first_path} is {first_arch}; only checkpoints "
+            "of one model can be averaged"
+        )
+    params: Dict[str, Tensor] = state["model"]
+    missing = sorted(set(first_params) - set(params))
+    extra = sorted(set(params) - set(first_params))
+    if missing or extra:
+        raise AverageError(
+            f"{path}: its parameters differ from {first_path}'s (missing: "
+            f"{', '.join(missing[:5]) or 'none'}; not in {first_path}: "
+            f"{', '.join(extra[:5]) or 'none'})"
+        )
+    for name, tensor in params.items():
+        if tensor.shape != first_params[name].shape:
+            raise AverageError(
+                f"{path}: parameter {name} has shape {tuple(tensor.shape)}, but "
+                f"{tuple(first_params[name].shape)} in {first_path}"
+            )
+
+
+def chosen_checkpoints(args: argparse.Namespace) -> List[Path]:
+    """The files to average, newest (or best) first."""
+    if args.inputs:
+        paths = [Path(path) for path in args.inputs]
+        for path in paths:
+            if not path.is_file():
+                raise SelectionError(f"{path}: no such checkpoint file")
+        return paths
+    directory = Path(args.dir)
+    if not directory.is_dir():
+        raise SelectionError(f"{directory}: no such directory")
+    if args.num_update_checkpoints:
+        return last_checkpoints(directory, args.num_update_checkpoints, by="update")
+    if args.num_epoch_checkpoints:
+        return last_checkpoints(directory, args.num_epoch_checkpoints, by="epoch")
+    best = best_checkpoints(directory, args.num_best_checkpoints)
+    for scored in best:
+        logger.info(
+            "%s: %s %.4g at %d updates", scored.path, scored.metric, scored.value,
+            scored.num_updates,
+        )  # fmt: skip
+    return [scored.path for scored in best]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=program_name("fairseq_struct.inference.average_checkpoints"),
+        description="Average the weights of the last or best checkpoints of a fairseq run.",
+    )
+    parser.add_argument("--output", required=True, help="the averaged checkpoint to write")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--inputs", nargs="+", help="the checkpoint files to average")
+    source.add_argument("--dir", help="a fairseq --save-dir to choose checkpoints from")
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--num-update-checkpoints",
+        type=int,
+        metavar="N",
+        help="the last N checkpoint_<epoch>_<updates>.pt",
+    )
+    choice.add_argument(
+        "--num-epoch-checkpoints", type=int, metavar="N", help="the last N checkpoint<epoch>.pt"
+    )
+    choice.add_argument(
+        "--num-best-checkpoints",
+        type=int,
+        metavar="N",
+        help="the N best by the validation metric stored in each checkpoint",
+    )
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    counts = (args.num_update_checkpoints, args.num_epoch_checkpoints, args.num_best_checkpoints)
+    given = [count for count in counts if count is not None]
+    if args.dir and not given:
+        parser.error(
+            "--dir needs one of --num-update-checkpoints, --num-epoch-checkpoints, "
+            "--num-best-checkpoints"
+        )
+    if args.inputs and given:
+        parser.error("--inputs takes the files as given; the --num-* options go with --dir")
+    if given and given[0] < 1:
+        parser.error("the number of checkpoints must be at least 1")
+    try:
+        paths = chosen_checkpoints(args)
+        logger.info("averaging %d checkpoints: %s", len(paths), ", ".join(map(str, paths)))
+        state = average_checkpoints(paths)
+    except (AverageError, SelectionError) as error:
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
+    with atomic_writer(args.output) as file:
+        torch.save(state, file)
+    logger.info("wrote %s", args.output)
+    return 0
+
+
+if __name__ == "__main__":
+    from fairseq_struct.fixes.cli_logging import configure_logging
+
+    configure_logging()
+    sys.exit(main())
