@@ -283,3 +283,26 @@ def test_prepare_scale_benchmark_measures_each_size(tmp_path):
     assert isinstance(summary["meets_target"], bool)
     assert summary["extrapolated_36m"]["seconds"] > 0
     assert list(tmp_path.iterdir()) == []  # without --keep nothing is left behind
+
+
+def test_translate_speed_benchmark_line_is_consistent(demo_translation_run):
+    """bench_translate_speed.py on the session's demo model, the test set once: both commands
+    translate the same 500 sentences with the same hypotheses."""
+    checkpoint = demo_translation_run / "work" / "checkpoints-morph" / "checkpoint_best.pt"
+    (figures,) = _run_benchmark(
+        "bench_translate_speed.py", "--data", str(demo_translation_run / "data-bin"),
+        "--path", str(checkpoint), "--copies", "1", "--repeats", "1",
+    )  # fmt: skip
+    assert figures["sentences"] == 500 and figures["beam"] == 5
+    assert figures["differing_lines"] == 0
+    for side in ("translate", "generate"):
+        assert_quotient(
+            figures[f"sentences_per_s_{side}"], 500, figures[f"seconds_{side}"], (2, 0, 3)
+        )
+    assert_quotient(
+        figures["ratio"],
+        figures["sentences_per_s_translate"],
+        figures["sentences_per_s_generate"],
+        (4, 2, 2),
+    )
+    assert figures["target"] == 0.95 and figures["meets_target"] == (figures["ratio"] >= 0.95)

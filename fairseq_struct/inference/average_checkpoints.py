@@ -6,12 +6,12 @@
     fairseq-struct-average-checkpoints --dir checkpoints --num-best-checkpoints 5 --output ...
     fairseq-struct-average-checkpoints --inputs a.pt b.pt c.pt --output averaged.pt
 
-(`python -m fairseq_struct.inference.average_checkpoints` is the same command.) The last N checkpoints
-by update or by epoch (fairseq's file names), the N best by the validation metric each stored
-(BLEU for translation_morph runs with --eval-bleu; `inference.checkpoint_selection`), or the files
-given. Every parameter is the mean of the inputs' (computed in float64, stored in the inputs'
-dtype; integer buffers as fairseq's script: the floor of the mean). Checkpoints of different
-architectures, parameter names or shapes are refused, naming the file.
+(`python -m fairseq_struct.inference.average_checkpoints` is the same command.) The last N
+checkpoints by update or by epoch (fairseq's file names), the N best by the validation metric
+each stored (BLEU for translation_morph runs with --eval-bleu; `inference.checkpoint_selection`),
+or the files given. Every parameter is the mean of the inputs' (computed in float64, stored in
+the inputs' dtype; integer buffers as fairseq's script: the floor of the mean). Checkpoints of
+different architectures, parameter names or shapes are refused, naming the file.
 
 The output is a checkpoint for translating and evaluating (fairseq-generate, evaluate.sh,
 fairseq-struct-translate, the hub): the newest input's configuration and training state with
@@ -30,12 +30,12 @@ import torch
 from fairseq import checkpoint_utils
 from torch import Tensor
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.inference.checkpoint_selection import (
     SelectionError,
     best_checkpoints,
     last_checkpoints,
 )
-from fairseq_struct.commands import program_name
 from fairseq_struct.morph.corpus_io import atomic_writer
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,10 @@ def average_checkpoints(paths: Sequence[Path]) -> dict:
         if first_state is None:
             first_state, first_arch = state, architecture(state)
             dtypes = {name: tensor.dtype for name, tensor in params.items()}
-            sums = {name: torch.zeros(tensor.shape, dtype=torch.float64) for name, tensor in params.items()}
+            sums = {
+                name: torch.zeros(tensor.shape, dtype=torch.float64)
+                for name, tensor in params.items()
+            }
         else:
             _check_same_model(path, state, paths[0], first_arch, first_state["model"])
         for name, tensor in params.items():

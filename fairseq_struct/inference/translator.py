@@ -23,6 +23,8 @@ from fairseq import checkpoint_utils, tasks, utils
 from fairseq.dataclass.configs import GenerationConfig
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.sequence_generator import SequenceGenerator
+from fairseq.tasks import TASK_REGISTRY
+from fairseq.tasks.translation import TranslationTask
 from fairseq_cli.generate import get_symbols_to_strip_from_output
 from omegaconf import open_dict
 
@@ -202,24 +204,30 @@ def load_ensemble(checkpoints: Sequence[str], data: Optional[str]) -> Tuple[Path
         if state.get("cfg") is not None
         else convert_namespace_to_omegaconf(state["args"])
     )
-    source_lang = getattr(cfg.task, "source_lang", None)
-    target_lang = getattr(cfg.task, "target_lang", None)
-    if not source_lang or not target_lang:
+    task_class = TASK_REGISTRY.get(cfg.task._name)
+    if task_class is None or not issubclass(task_class, TranslationTask):
         raise TranslatorError(
-            f"{checkpoints[0]}: not a translation checkpoint (task {cfg.task._name!r} has no "
-            "source and target language)"
+            f"{checkpoints[0]}: not a translation checkpoint (its task is {cfg.task._name!r})"
         )
     data_dir = Path(cfg.task.data.split(os.pathsep)[0])
     where = "--data" if data else f"the directory {checkpoints[0]} was trained on (give --data)"
-    for needed in (f"dict.{source_lang}.txt", f"dict.{target_lang}.txt", "spm.model"):
-        if not (data_dir / needed).is_file():
+    # Without --source-lang/--target-lang in training, the task finds them from the file names.
+    languages = [cfg.task.get("source_lang"), cfg.task.get("target_lang")]
+    needed = [f"dict.{lang}.txt" for lang in languages if lang] + ["spm.model"]
+    for name in needed:
+        if not (data_dir / name).is_file():
             raise TranslatorError(
-                f"{data_dir}: no {needed}; the data directory must be the one the model was "
+                f"{data_dir}: no {name}; the data directory must be the one the model was "
                 f"prepared with (scripts/prepare-*.sh --out), read from {where}"
             )
     with open_dict(cfg):
         cfg.task.data = str(data_dir)
-    task = tasks.setup_task(cfg.task)
+    try:
+        task = tasks.setup_task(cfg.task)
+    except Exception as error:  # fairseq raises bare Exceptions here (language pair, dictionaries)
+        raise TranslatorError(
+            f"{data_dir}: not a data directory of this model ({error})"
+        ) from error
     models = []
     for number, path in enumerate(checkpoints):
         try:

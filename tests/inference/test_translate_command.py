@@ -16,7 +16,9 @@ HUB = """
 import sys
 from fairseq_struct.models.tp_transformer import TPTransformerModel
 checkpoints, checkpoint, data, source, out = sys.argv[1:]
-model = TPTransformerModel.from_pretrained(checkpoints, checkpoint, data_name_or_path=data, cpu=True)
+model = TPTransformerModel.from_pretrained(
+    checkpoints, checkpoint, data_name_or_path=data, cpu=True
+)
 lines = open(source, encoding="utf-8").read().splitlines()
 with open(out, "w", encoding="utf-8") as file:
     file.writelines(line + "\\n" for line in model.translate(lines, beam=5))
