@@ -94,12 +94,11 @@ class Translator:
         self.encoder = StructSentencePiece(
             StructSentencePieceConfig(sentencepiece_model=str(self.data / "spm.model"))
         )
-        max_positions = utils.resolve_max_positions(
+        self.max_positions = utils.resolve_max_positions(
             self.task.max_positions(), *[model.max_positions() for model in self.models]
         )
-        self.max_positions = max_positions
         # The source's end-of-sentence token takes a position too.
-        self.max_source_pieces = int(max_positions[0]) - 1
+        self.max_source_pieces = int(self.max_positions[0]) - 1
 
     def _generation_config(self) -> GenerationConfig:
         options = self.options
@@ -118,9 +117,9 @@ class Translator:
     def translate(
         self, lines: Sequence[SourceLine]
     ) -> Iterator[Tuple[int, List[List[Hypothesis]]]]:
-        """For each batch done, the positions in `lines` of the lines it finished and their
-        parts' n-best lists, in the order batches finish (sorted by length, as in fairseq).
-        Empty lines are finished first, with no parts."""
+        """Every line of `lines` once, as soon as all its parts are translated: its position
+        in `lines` and its parts' n-best lists. Empty lines come first (no parts), the others
+        in the order of the length-sorted batches that finish them."""
         parts: List[Tuple[int, int]] = []  # (line position, part number) of each source
         tokens: List[torch.Tensor] = []
         for position, line in enumerate(lines):

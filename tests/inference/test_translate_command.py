@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import List
 
 import pytest
-from conftest import python_stand_in
+import torch
+from conftest import USER_DIR, python_stand_in, run_tool, venv_tool
 
 TRANSLATE = ["-m", "fairseq_struct.inference.translate"]
 
@@ -26,7 +27,8 @@ with open(out, "w", encoding="utf-8") as file:
 
 
 def run_python(args: List[str], cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess:
-    """`python ARGS` (forked from the preloaded interpreter), standard input given, output bytes."""
+    """`python ARGS` (forked from the preloaded interpreter), standard input given, output
+    bytes."""
     python, env = python_stand_in()
     return subprocess.run(
         [python, *args], input=stdin, cwd=cwd, env=env, capture_output=True, timeout=600
@@ -58,7 +60,7 @@ def lines_of(path: Path) -> List[str]:
     return path.read_text(encoding="utf-8").splitlines()
 
 
-def test_translate_the_hub_and_evaluate_sh_give_the_same_hypotheses(demo, tmp_path):
+def test_translate_the_hub_interactive_and_evaluate_sh_give_the_same_hypotheses(demo, tmp_path):
     out = tmp_path / "test.tr"
     translate(
         ["--path", str(demo["best"]), "--data", str(demo["data"]), "--input", str(demo["source"]),
@@ -77,6 +79,20 @@ def test_translate_the_hub_and_evaluate_sh_give_the_same_hypotheses(demo, tmp_pa
     )  # fmt: skip
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert lines_of(hub_out) == evaluated
+
+    # The README's stock fairseq-interactive line.
+    interactive = run_tool(
+        [venv_tool("fairseq-interactive"), str(demo["data"]), "--user-dir", USER_DIR,
+         "--task", "translation_morph", "--path", str(demo["best"]),
+         "--bpe", "struct_sentencepiece", "--sentencepiece-model", str(demo["data"] / "spm.model"),
+         "--beam", "5", "--buffer-size", "1000", "--max-tokens", "12000", "--input",
+         str(demo["source"]), "--cpu"],
+        tmp_path,
+    )  # fmt: skip
+    detokenized = [
+        line.split("\t")[2] for line in interactive.stdout.splitlines() if line[:2] == "D-"
+    ]
+    assert detokenized == evaluated
 
 
 def test_every_input_line_gets_its_output_line_in_order(demo, tmp_path):
@@ -126,6 +142,15 @@ def test_a_missing_data_directory_is_named(demo, tmp_path):
     )
     assert result.returncode == 1
     assert f"{tmp_path}: no dict.en.txt" in result.stderr.decode()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only refusal")
+def test_half_precision_without_a_gpu_is_refused(tmp_path):
+    result = run_python([*TRANSLATE, "--path", "any.pt", "--bf16"], tmp_path)
+    assert result.returncode == 1
+    assert (
+        "--bf16 needs a CUDA GPU (on the CPU, translation runs in fp32)" in result.stderr.decode()
+    )
 
 
 def test_nbest_lists_are_moses_style_best_first(demo, tmp_path):

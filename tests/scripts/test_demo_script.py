@@ -6,6 +6,7 @@ sacreBLEU gives again for the written hypotheses. The run is the session's share
 (conftest's `demo_translation_run`)."""
 
 import json
+import re
 
 import pytest
 import sacrebleu
@@ -18,6 +19,8 @@ def test_demo_script_runs_every_stage_and_prints_signed_scores(demo_translation_
     work = demo_translation_run / "work"
     assert "Zemberek recognises 100.00%" in output
     assert "BLEU" in output and "tok:13a" in output and "chrF2" in output
+    # evaluate.sh's progress (a log line here, where standard error is not a terminal).
+    assert re.search(r"fairseq-generate: 500/500 sentences, [0-9,]+ sentences/s", output)
     evaluation = work / "eval-morph"
     report = json.loads((evaluation / "scores.json").read_text())
     hypotheses = (evaluation / "hyp.txt").read_text(encoding="utf-8").split("\n")
