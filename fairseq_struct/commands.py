@@ -34,6 +34,7 @@ COMMANDS: Dict[str, str] = {
     "fairseq-struct-average-checkpoints": "fairseq_struct.inference.average_checkpoints",
     "fairseq-struct-score": "fairseq_struct.eval.score",
     "fairseq-struct-generate-output": "fairseq_struct.eval.generate_output",
+    "fairseq-struct-generate-progress": "fairseq_struct.eval.generate_progress",
     "fairseq-struct-density-buckets": "fairseq_struct.eval.density_buckets",
     "fairseq-struct-corpus-stats": "fairseq_struct.eval.corpus_stats",
     "fairseq-struct-complexity": "fairseq_struct.eval.complexity",
