@@ -25,6 +25,7 @@ import argparse
 import logging
 import os
 import sys
+import warnings
 from contextlib import ExitStack
 from itertools import islice
 from typing import BinaryIO, Iterable, List, Optional, Sequence, TextIO
@@ -160,6 +161,9 @@ def _open_input(path: str, stack: ExitStack) -> BinaryIO:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
+    # fairseq's batch iterator asks for pinned memory, which torch declines on a CPU-only
+    # machine with a warning on every run; it changes nothing.
+    warnings.filterwarnings("ignore", message="'pin_memory' argument is set as true")
     for option in ("beam", "nbest", "max_tokens", "buffer_size", "log_every"):
         if getattr(args, option) < 1:
             build_parser().error(f"--{option.replace('_', '-')} must be at least 1")
