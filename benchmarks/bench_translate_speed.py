@@ -52,9 +52,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def tool(name: str) -> str:
-    """A console script of this interpreter's environment (or PATH's)."""
-    beside = Path(sys.executable).with_name(name)
-    return str(beside) if beside.exists() else shutil.which(name) or name
+    """A program as the project's scripts find it (scripts/lib/tools.sh): in the directory
+    FAIRSEQ_STRUCT_TOOLS names, else beside this interpreter, else on PATH."""
+    for directory in (os.environ.get("FAIRSEQ_STRUCT_TOOLS"), str(Path(sys.executable).parent)):
+        if directory and (Path(directory) / name).exists():
+            return str(Path(directory) / name)
+    return shutil.which(name) or name
 
 
 def repeated_test_set(data: Path, copies: int, work: Path) -> Dict[str, object]:
@@ -84,7 +87,7 @@ def repeated_test_set(data: Path, copies: int, work: Path) -> Dict[str, object]:
 
 def commands(args: argparse.Namespace, test_set: Dict[str, object], work: Path) -> dict:
     translate = [
-        sys.executable, "-m", "fairseq_struct.inference.translate", "--path", str(args.path),
+        tool("python"), "-m", "fairseq_struct.inference.translate", "--path", str(args.path),
         "--data", str(test_set["data"]), "--input", str(test_set["source"]),
         "--output", str(work / "translate.txt"), "--beam", str(args.beam), "--cpu",
     ]  # fmt: skip
