@@ -59,50 +59,41 @@ def average_checkpoints(paths: Sequence[Path]) -> dict:
     """
     if not paths:
         raise AverageError("no checkpoints to average")
-    sums: Dict[str, Tensor] = {}
-    dtypes: Dict[str, torch.dtype] = {}
-    first_state: Optional[dict] = None
-    first_arch = ""
-    for path in paths:
+    first_path = paths[0]
+    first = checkpoint_utils.load_checkpoint_to_cpu(str(first_path))
+    first_params: Dict[str, Tensor] = first["model"]
+    # A copy even where a parameter is float64 already: the sums must not alias the weights.
+    sums = {name: tensor.to(torch.float64, copy=True) for name, tensor in first_params.items()}
+    for path in paths[1:]:
         state = checkpoint_utils.load_checkpoint_to_cpu(str(path))
-        params: Dict[str, Tensor] = state["model"]
-        if first_state is None:
-            first_state, first_arch = state, architecture(state)
-            dtypes = {name: tensor.dtype for name, tensor in params.items()}
-            sums = {
-                name: torch.zeros(tensor.shape, dtype=torch.float64)
-                for name, tensor in params.items()
-            }
-        else:
-            _check_same_model(path, state, paths[0], first_arch, first_state["model"])
-        for name, tensor in params.items():
+        _check_same_model(path, state, first_path, first)
+        for name, tensor in state["model"].items():
             sums[name] += tensor.to(torch.float64)
-        del state, params  # one checkpoint in memory at a time besides the sums
-    assert first_state is not None
+        del state  # the first checkpoint, the sums and one more in memory at a time
     averaged = {}
     for name, total in sums.items():
-        if dtypes[name].is_floating_point:
-            averaged[name] = (total / len(paths)).to(dtypes[name])
+        dtype = first_params[name].dtype
+        if dtype.is_floating_point:
+            averaged[name] = (total / len(paths)).to(dtype)
         else:
-            averaged[name] = torch.div(total, len(paths), rounding_mode="floor").to(dtypes[name])
-    first_state["model"] = averaged
-    first_state.pop("last_optimizer_state", None)
-    extra_state = first_state.setdefault("extra_state", {})
+            averaged[name] = torch.div(total, len(paths), rounding_mode="floor").to(dtype)
+    first["model"] = averaged
+    first.pop("last_optimizer_state", None)
+    extra_state = first.setdefault("extra_state", {})
     extra_state.pop("val_loss", None)
     extra_state["averaged_from"] = [str(path) for path in paths]
-    return first_state
+    return first
 
 
-def _check_same_model(
-    path: Path, state: dict, first_path: Path, first_arch: str, first_params: Dict[str, Tensor]
-) -> None:
-    arch = architecture(state)
+def _check_same_model(path: Path, state: dict, first_path: Path, first: dict) -> None:
+    arch, first_arch = architecture(state), architecture(first)
     if arch != first_arch:
         raise AverageError(
             f"{path}: architecture {arch}, but {first_path} is {first_arch}; only checkpoints "
             "of one model can be averaged"
         )
     params: Dict[str, Tensor] = state["model"]
+    first_params: Dict[str, Tensor] = first["model"]
     missing = sorted(set(first_params) - set(params))
     extra = sorted(set(params) - set(first_params))
     if missing or extra:

@@ -160,13 +160,14 @@ def _open_input(path: str, stack: ExitStack) -> BinaryIO:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     # fairseq's batch iterator asks for pinned memory, which torch declines on a CPU-only
     # machine with a warning on every run; it changes nothing.
     warnings.filterwarnings("ignore", message="'pin_memory' argument is set as true")
     for option in ("beam", "nbest", "max_tokens", "buffer_size", "log_every"):
         if getattr(args, option) < 1:
-            build_parser().error(f"--{option.replace('_', '-')} must be at least 1")
+            parser.error(f"--{option.replace('_', '-')} must be at least 1")
     options = DecodingOptions(
         beam=args.beam,
         nbest=args.nbest,
@@ -197,10 +198,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 StageProgress("translate", total, unit="sentences", log_every=args.log_every)
             )
             done = translate_stream(translator, source, name, output, args.buffer_size, progress)
-            output.flush()
     except (TranslatorError, CorpusError) as error:
-        prog = program_name("fairseq_struct.inference.translate")
-        print(f"{prog}: error: {error}", file=sys.stderr)
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 1
     logger.info("translated %d lines%s", done, "" if args.output == "-" else f" into {args.output}")
     return 0

@@ -21,7 +21,6 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import torch
 from fairseq import checkpoint_utils, tasks, utils
 from fairseq.dataclass.configs import GenerationConfig
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.sequence_generator import SequenceGenerator
 from fairseq.tasks import TASK_REGISTRY
 from fairseq.tasks.translation import TranslationTask
@@ -78,6 +77,13 @@ class Translator:
             raise TranslatorError(
                 f"--{options.precision} needs a CUDA GPU (on the CPU, translation runs in fp32)"
             )
+        generation = GenerationConfig(
+            beam=options.beam,
+            nbest=options.nbest,
+            lenpen=options.lenpen,
+            max_len_a=options.max_len_a,
+            max_len_b=options.max_len_b,
+        )
         self.data, self.task, self.models = load_ensemble(checkpoints, data)
         for model in self.models:
             if options.precision == "fp16":
@@ -87,10 +93,8 @@ class Translator:
             if self.use_cuda:
                 model.cuda()
             # What fairseq-generate does before decoding (beam-size-aware modules, no dropout).
-            model.prepare_for_inference_(SimpleNamespace(generation=self._generation_config()))
-        self.generator: SequenceGenerator = self.task.build_generator(
-            self.models, self._generation_config()
-        )
+            model.prepare_for_inference_(SimpleNamespace(generation=generation))
+        self.generator: SequenceGenerator = self.task.build_generator(self.models, generation)
         self.encoder = StructSentencePiece(
             StructSentencePieceConfig(sentencepiece_model=str(self.data / "spm.model"))
         )
@@ -99,16 +103,6 @@ class Translator:
         )
         # The source's end-of-sentence token takes a position too.
         self.max_source_pieces = int(self.max_positions[0]) - 1
-
-    def _generation_config(self) -> GenerationConfig:
-        options = self.options
-        return GenerationConfig(
-            beam=options.beam,
-            nbest=options.nbest,
-            lenpen=options.lenpen,
-            max_len_a=options.max_len_a,
-            max_len_b=options.max_len_b,
-        )
 
     def pieces(self, sentence: str) -> List[str]:
         """The source pieces of a whitespace-normalised sentence."""
@@ -122,7 +116,12 @@ class Translator:
         in the order of the length-sorted batches that finish them."""
         parts: List[Tuple[int, int]] = []  # (line position, part number) of each source
         tokens: List[torch.Tensor] = []
+        results: Dict[int, List[Optional[List[Hypothesis]]]] = {}
         for position, line in enumerate(lines):
+            if not line.parts:
+                yield position, []
+                continue
+            results[position] = [None] * len(line.parts)
             for number, pieces in enumerate(line.parts):
                 parts.append((position, number))
                 tokens.append(
@@ -130,12 +129,6 @@ class Translator:
                         " ".join(pieces), add_if_not_exist=False, append_eos=True
                     ).long()
                 )
-        results: Dict[int, List[Optional[List[Hypothesis]]]] = {
-            position: [None] * len(line.parts) for position, line in enumerate(lines)
-        }
-        for position, line in enumerate(lines):
-            if not line.parts:
-                yield position, []
         if not tokens:
             return
         for ids, hypotheses in self._generate(tokens):
@@ -198,11 +191,7 @@ def load_ensemble(checkpoints: Sequence[str], data: Optional[str]) -> Tuple[Path
             raise TranslatorError(f"{path}: no such checkpoint file")
     overrides = {"data": str(data)} if data else {}
     state = checkpoint_utils.load_checkpoint_to_cpu(checkpoints[0], overrides)
-    cfg = (
-        state["cfg"]
-        if state.get("cfg") is not None
-        else convert_namespace_to_omegaconf(state["args"])
-    )
+    cfg = state["cfg"]  # load_checkpoint_to_cpu makes it from a legacy checkpoint's "args" too
     task_class = TASK_REGISTRY.get(cfg.task._name)
     if task_class is None or not issubclass(task_class, TranslationTask):
         raise TranslatorError(
