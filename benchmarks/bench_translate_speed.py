@@ -35,6 +35,8 @@ from typing import Dict, List, Sequence
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from fairseq_struct.commands import environment_tool  # noqa: E402  (the checkout's package)
+
 logger = logging.getLogger("bench_translate_speed")
 
 TARGET_RATIO = 0.95
@@ -51,15 +53,6 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def tool(name: str) -> str:
-    """A program as the project's scripts find it (scripts/lib/tools.sh): in the directory
-    FAIRSEQ_STRUCT_TOOLS names, else beside this interpreter, else on PATH."""
-    for directory in (os.environ.get("FAIRSEQ_STRUCT_TOOLS"), str(Path(sys.executable).parent)):
-        if directory and (Path(directory) / name).exists():
-            return str(Path(directory) / name)
-    return shutil.which(name) or name
-
-
 def repeated_test_set(data: Path, copies: int, work: Path) -> Dict[str, object]:
     """The test set `copies` times: raw source for translate, a binarized data dir for generate."""
     report = json.loads((data / "prepare_report.json").read_text(encoding="utf-8"))
@@ -71,7 +64,7 @@ def repeated_test_set(data: Path, copies: int, work: Path) -> Dict[str, object]:
         (work / f"test.sp.{lang}").write_text(pieces * copies, encoding="utf-8")
     binarized = work / "data-bin"
     subprocess.run(
-        [tool("fairseq-preprocess"), "--source-lang", src, "--target-lang", tgt,
+        [environment_tool("fairseq-preprocess"), "--source-lang", src, "--target-lang", tgt,
          "--testpref", str(work / "test.sp"), "--srcdict", str(data / f"dict.{src}.txt"),
          "--tgtdict", str(data / f"dict.{tgt}.txt"), "--destdir", str(binarized),
          "--workers", "1"],
@@ -87,12 +80,12 @@ def repeated_test_set(data: Path, copies: int, work: Path) -> Dict[str, object]:
 
 def commands(args: argparse.Namespace, test_set: Dict[str, object], work: Path) -> dict:
     translate = [
-        tool("python"), "-m", "fairseq_struct.inference.translate", "--path", str(args.path),
+        environment_tool("python"), "-m", "fairseq_struct.inference.translate", "--path", str(args.path),
         "--data", str(test_set["data"]), "--input", str(test_set["source"]),
         "--output", str(work / "translate.txt"), "--beam", str(args.beam), "--cpu",
     ]  # fmt: skip
     generate = [
-        tool("fairseq-generate"), str(test_set["data"]), "--path", str(args.path),
+        environment_tool("fairseq-generate"), str(test_set["data"]), "--path", str(args.path),
         "--user-dir", str(REPO / "fairseq_struct"), "--task", "translation_morph",
         "--gen-subset", "test", "--beam", str(args.beam), "--cpu", "--no-progress-bar",
     ]  # fmt: skip

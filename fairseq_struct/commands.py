@@ -49,11 +49,14 @@ COMMANDS: Dict[str, str] = {
 
 
 def environment_tool(name: str) -> str:
-    """A console script (fairseq-train, torchrun, ...) of the environment of the running
-    interpreter, or the one on PATH where packages were installed elsewhere (`pip install
-    --target`, as on the lent GPU machine); the bare name when there is neither."""
-    beside = Path(sys.executable).with_name(name)
-    return str(beside) if beside.exists() else shutil.which(name) or name
+    """A console script (fairseq-train, torchrun, ...) found as the project's shell scripts find
+    it (scripts/lib/tools.sh): in the directory FAIRSEQ_STRUCT_TOOLS names, else beside the
+    running interpreter, else on PATH (packages installed elsewhere: `pip install --target`, as
+    on the lent GPU machine); the bare name when there is none."""
+    for directory in (os.environ.get("FAIRSEQ_STRUCT_TOOLS"), str(Path(sys.executable).parent)):
+        if directory and (Path(directory) / name).exists():
+            return str(Path(directory) / name)
+    return shutil.which(name) or name
 
 
 def program_name(module: str) -> str:

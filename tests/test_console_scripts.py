@@ -79,3 +79,16 @@ def test_an_installed_script_names_itself_in_its_usage():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.startswith("usage: fairseq-struct-prepare ")
+
+
+def test_fairseq_programs_are_found_as_the_shell_scripts_find_them(tmp_path, monkeypatch):
+    """scripts/lib/tools.sh's order: FAIRSEQ_STRUCT_TOOLS, then beside the interpreter, then
+    PATH; the grid's pretraining and the benchmarks must start the fine-tunings' fairseq-train."""
+    monkeypatch.delenv("FAIRSEQ_STRUCT_TOOLS", raising=False)
+    assert commands.environment_tool("fairseq-train") == str(BIN / "fairseq-train")
+    (tmp_path / "fairseq-train").write_text("#!/bin/sh\n", encoding="utf-8")
+    monkeypatch.setenv("FAIRSEQ_STRUCT_TOOLS", str(tmp_path))
+    assert commands.environment_tool("fairseq-train") == str(tmp_path / "fairseq-train")
+    # a directory without the program: the next place in the order
+    assert commands.environment_tool("fairseq-generate") == str(BIN / "fairseq-generate")
+    assert commands.environment_tool("no-such-program-here") == "no-such-program-here"
