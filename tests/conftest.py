@@ -34,17 +34,33 @@ requires_cuda = [
 if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
 
-# Session fixtures that take minutes: the first test that needs each is started first, so that
-# the workers build them side by side; the other tests that read them run last, when they are
-# ready, instead of waiting for them on a worker that could run something else.
+# Session fixtures that take minutes: the first test that needs each (and is not skipped before
+# its fixtures are set up) is started first, so that they are built while the other worker runs
+# the short tests; the other tests that read them run last, when they are ready, instead of
+# waiting for them on a worker that could run something else.
 LONG_FIXTURES = ("demo_translation_run", "demo_mlm_run")
+
+
+def _skipped_before_setup(item) -> bool:
+    """A test that a `skip` mark, or a `skipif` mark whose condition is already true (the CUDA
+    tests without a GPU), skips before its fixtures are set up: it would build nothing."""
+    for mark in item.iter_markers():
+        if mark.name == "skip":
+            return True
+        if mark.name == "skipif" and any(
+            isinstance(condition, bool) and condition for condition in mark.args
+        ):
+            return True
+    return False
 
 
 def pytest_collection_modifyitems(items: list) -> None:
     builders, readers, others = [], [], []
     for item in items:
         needed = [name for name in LONG_FIXTURES if name in item.fixturenames]
-        if needed and not any(needed[0] in b.fixturenames for b in builders):
+        if _skipped_before_setup(item):
+            others.append(item)
+        elif needed and not any(needed[0] in b.fixturenames for b in builders):
             builders.append(item)
         elif needed:
             readers.append(item)
