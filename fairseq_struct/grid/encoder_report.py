@@ -1,7 +1,8 @@
 """The report of an encoder grid: report.md, report.json and curves.png in the grid's directory.
 
-- Pretraining: each encoder's units, updates, final validation masked-token accuracy and wall
-  time, and its validation accuracy against updates (curves.png).
+- Pretraining: each encoder's units, updates, final validation masked-token accuracy (and the
+  unigram baseline it must beat) and wall time, and its validation accuracy against updates
+  (curves.png).
 - One table per task, seed 000's layout: systems (encoder × pretrained / from scratch) as rows,
   the task's metrics (`downstream.demo_summary.MAIN_METRICS`: word accuracy for POS, entity F1
   for NER, macro F1 and accuracy for sentiment, F1 and EM for QA) as mean ± sample standard
@@ -32,6 +33,9 @@ from fairseq_struct.grid.steps import marker_record, wall_seconds
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
 PRETRAINING_METRIC = "mlm_accuracy"
+# The criterion's accuracy of always guessing the most frequent unit: the level a pretraining
+# must leave behind to have learnt more than unit frequencies.
+PRETRAINING_BASELINE = "unigram_accuracy"
 
 
 @dataclass
@@ -127,6 +131,7 @@ def pretraining_rows(grid: EncoderGrid) -> List[Dict[str, object]]:
     for name in grid.encoders:
         directory = grid.pretraining_dir(name)
         curve = validation_curve(directory / "train.log", metric=PRETRAINING_METRIC)
+        unigram = validation_curve(directory / "train.log", metric=PRETRAINING_BASELINE)
         rows.append(
             {
                 "encoder": name,
@@ -135,6 +140,7 @@ def pretraining_rows(grid: EncoderGrid) -> List[Dict[str, object]]:
                 "finished": _finished(directory, "train"),
                 "updates": last_update(directory / "train.log"),
                 "valid_mlm_accuracy": curve[-1][1] if curve else None,
+                "valid_unigram_accuracy": unigram[-1][1] if unigram else None,
                 "curve": curve,
                 "seconds": wall_seconds(directory, "train"),
             }
@@ -202,14 +208,16 @@ def write_report(
         "",
         "## Pretraining",
         "",
-        "| encoder | units | updates | valid masked-token accuracy | time | what |",
-        "|---|---|---|---|---|---|",
+        "| encoder | units | updates | valid masked-token accuracy | unigram baseline | time "
+        "| what |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in pretraining:
         minutes = None if row["seconds"] is None else row["seconds"] / 60
         lines.append(
             f"| {row['encoder']} | {row['units']} | {row['updates'] or '–'} | "
-            f"{_value(row['valid_mlm_accuracy'], ' %')} | {_value(minutes, ' min')} | "
+            f"{_value(row['valid_mlm_accuracy'], ' %')} | "
+            f"{_value(row['valid_unigram_accuracy'], ' %')} | {_value(minutes, ' min')} | "
             f"{row['about']} |"
         )
     if has_curves:

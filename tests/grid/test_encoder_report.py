@@ -51,7 +51,7 @@ def grid(tmp_path) -> EncoderGrid:
         directory.mkdir(parents=True)
         lines = [
             f"x | INFO | valid | epoch 001 | valid on 'valid' subset | loss 5.1 | mlm_accuracy "
-            f"{value} | num_updates {updates}"
+            f"{value} | unigram_accuracy 5.5 | num_updates {updates}"
             for updates, value in ((100, 20.0), (200, accuracy))
         ]
         (directory / "train.log").write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -88,8 +88,8 @@ def test_task_table_means_aso_and_missing_seeds(grid):
 
 def test_pretraining_table_and_curves(grid):
     text = write_report(grid, ["python"], ITERATIONS).read_text()
-    assert row(text, "bert2d")[:5] == ["bert2d", "pieces", "200", "33.00 %", "2.00 min"]
-    assert row(text, "bert_elmo")[:5] == ["bert_elmo", "words", "–", "–", "–"]
+    assert row(text, "bert2d")[:6] == ["bert2d", "pieces", "200", "33.00 %", "5.50 %", "2.00 min"]
+    assert row(text, "bert_elmo")[:6] == ["bert_elmo", "words", "–", "–", "–", "–"]
     assert (grid.out / "curves.png").stat().st_size > 0
     record = json.loads((grid.out / "report.json").read_text())
     assert record["pretraining"][0]["curve"] == [[100, 20.0], [200, 30.5]]
