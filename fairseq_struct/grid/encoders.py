@@ -135,6 +135,7 @@ class EncoderGrid:
     threads: int = 1
     cpu: bool = True
     scratch: bool = True  # also fine-tune each architecture from scratch
+    finetune_epochs: Tuple[Tuple[str, int], ...] = ()  # (task, epochs): overrides the profile's
 
     @property
     def units(self) -> List[str]:
@@ -147,6 +148,18 @@ class EncoderGrid:
     @property
     def pretraining_updates(self) -> int:
         return self.max_update or PRETRAINING[self.profile]["max_update"]
+
+    def finetuning_options(self, task: str) -> List[str]:
+        """finetune.sh's options for `task`: the profile's, with --epochs overridden where
+        --finetune-epochs names the task."""
+        options = list(FINETUNING[self.profile][task])
+        epochs = dict(self.finetune_epochs).get(task)
+        if epochs is None:
+            return options
+        if "--epochs" in options:
+            options[options.index("--epochs") + 1] = str(epochs)
+            return options
+        return options + ["--epochs", str(epochs)]
 
     def pretraining_data(self, units: str) -> Path:
         return self.out / "data" / f"pretrain-{units}"
@@ -239,7 +252,7 @@ def finetuning_steps(
     command = [
         "bash", str(scripts / "finetune.sh"), "--data", str(grid.task_data(encoder.units, task)),
         "--pretrained", str(grid.checkpoint(name)), "--save-dir", str(run / "checkpoints"),
-        "--seed", str(seed), *FINETUNING[grid.profile][task],
+        "--seed", str(seed), *grid.finetuning_options(task),
     ]  # fmt: skip
     if task == "ner":
         command += NER_HEAD
@@ -302,6 +315,15 @@ def _encoder_argument(name: str) -> str:
     return name
 
 
+def _task_epochs_argument(value: str) -> Tuple[str, int]:
+    task, _, epochs = value.partition("=")
+    if task not in TASKS or not epochs.isdigit() or int(epochs) < 1:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not TASK=EPOCHS with a task among {', '.join(TASKS)} and EPOCHS >= 1"
+        )
+    return task, int(epochs)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m fairseq_struct.grid.encoders",
@@ -329,6 +351,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--profile", choices=PROFILES, default="cpu")
     parser.add_argument(
         "--max-update", type=int, help="pretraining updates (default: the profile's)"
+    )
+    parser.add_argument(
+        "--finetune-epochs",
+        nargs="+",
+        type=_task_epochs_argument,
+        default=[],
+        metavar="TASK=EPOCHS",
+        help="fine-tuning epochs of a task instead of the profile's, e.g. qa=2",
     )
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--lang", default="tr", help="tr (Zemberek) or iu (Morfessor)")
@@ -360,6 +390,7 @@ def grid_from_args(args: argparse.Namespace) -> EncoderGrid:
         threads=args.threads,
         cpu=not args.gpu,
         scratch=not args.no_scratch,
+        finetune_epochs=tuple(dict(args.finetune_epochs).items()),
     )
 
 

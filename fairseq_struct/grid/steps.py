@@ -9,6 +9,9 @@ finished chunks, so little is redone even inside a step.
 
 A marker made by another command line (other budget, other data) is not silently reused: the
 step stops the grid and says which marker to delete, or to choose another output directory.
+Neither is the partial output of a killed attempt of another command line (fairseq-train would
+resume its checkpoint under the new budget): the log's last header names the command that left
+it, and the grid stops, naming the directory to delete.
 
 Each step's output (standard output and error) is appended to `<directory>/<name>.log`, a
 header line first, so the log of a killed attempt stays above the one that finished. A step
@@ -24,6 +27,7 @@ the steps of a grid on a cluster is `--launcher "srun --gres=gpu:1"`: each comma
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import time
@@ -35,6 +39,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
 LOG_TAIL_LINES = 25
+# Each attempt's first log line: "== <UTC time> <command line>".
+ATTEMPT_HEADER = re.compile(r"^== \d{4}-\d\d-\d\dT\S+ (.*)$", re.MULTILINE)
 
 
 class GridError(RuntimeError):
@@ -103,6 +109,31 @@ class Step:
             )
         return record
 
+    def check_unfinished_attempt(self) -> None:
+        """Before (re)running: a killed attempt left by another command is not resumed.
+
+        Raises:
+            GridError: the log's last attempt ran another command line.
+        """
+        previous = last_attempt_command(self.log)
+        if previous is not None and previous != self.command_line():
+            raise GridError(
+                f"{self.system}: step '{self.name}' was started earlier with another command and "
+                f"did not finish (log: {self.log}):\n  was: {previous}\n  now: "
+                f"{self.command_line()}\nIts partial output in {self.directory} would be resumed "
+                "under the new command: delete that directory, or give the grid another output "
+                "directory."
+            )
+
+
+def last_attempt_command(log: Path) -> Optional[str]:
+    """The command line in the last attempt header of a step's log; None without a log."""
+    if not log.is_file():
+        return None
+    text = log.read_text(encoding="utf-8", errors="replace")
+    commands = ATTEMPT_HEADER.findall(text)
+    return commands[-1] if commands else None
+
 
 def run_step(step: Step, launcher: Sequence[str] = ()) -> dict:
     """Run one step unless it is complete; its marker's record either way.
@@ -139,6 +170,7 @@ def run_steps(
 
 def _execute(step: Step, launcher: Sequence[str]) -> dict:
     """Run the step's command, log appended, and write its marker once it exits 0."""
+    step.check_unfinished_attempt()
     step.directory.mkdir(parents=True, exist_ok=True)
     command = [*launcher, *step.command]
     started = time.monotonic()

@@ -4,7 +4,13 @@ fine-tuning + prediction per encoder, task, initialisation and seed."""
 
 import pytest
 
-from fairseq_struct.grid.encoders import EncoderGrid, check_task_files, grid_steps
+from fairseq_struct.grid.encoders import (
+    EncoderGrid,
+    build_parser,
+    check_task_files,
+    grid_from_args,
+    grid_steps,
+)
 from fairseq_struct.grid.steps import GridError
 
 
@@ -86,3 +92,31 @@ def test_missing_task_files_are_named(grid):
     (grid.tasks_dir / "pos" / "test.conllu").unlink()
     with pytest.raises(GridError, match=r"tasks/pos: no test file \(test\.conllu\)"):
         check_task_files(grid)
+
+
+def finetuning_command(grid: EncoderGrid, system: str) -> list:
+    return next(s.command for s in grid_steps(grid) if s.system == system and s.name == "train")
+
+
+def test_finetune_epochs_overrides_only_the_tasks_it_names(grid, tmp_path):
+    arguments = ["--pretrain-train", "t.txt", "--pretrain-valid", "v.txt"]
+    arguments += ["--tasks-dir", str(grid.tasks_dir), "--out", str(grid.out)]
+    arguments += ["--tasks", "pos", "sentiment", "--finetune-epochs", "sentiment=2"]
+    overridden = grid_from_args(build_parser().parse_args(arguments))
+    sentiment = finetuning_command(overridden, "roberta sentiment pretrained, seed 1")
+    assert option(sentiment, "--epochs") == "2" and sentiment.count("--epochs") == 1
+    # Another task's command is unchanged, so its finished runs stay valid in a resumed grid.
+    assert finetuning_command(overridden, "roberta pos scratch, seed 1") == finetuning_command(
+        grid_from_args(build_parser().parse_args(arguments[:-2])), "roberta pos scratch, seed 1"
+    )
+    # The paper profile has no --epochs of its own (finetune.sh's default): it is added.
+    paper = grid_from_args(build_parser().parse_args([*arguments, "--profile", "paper"]))
+    assert option(finetuning_command(paper, "roberta sentiment scratch, seed 1"), "--epochs") == "2"
+
+
+@pytest.mark.parametrize("value", ["qa", "qa=0", "parsing=3", "qa=two"])
+def test_finetune_epochs_names_a_task_and_a_positive_count(value, capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--pretrain-train", "t", "--pretrain-valid", "v",
+                                   "--tasks-dir", "d", "--out", "o", "--finetune-epochs", value])
+    assert f"{value!r} is not TASK=EPOCHS" in capsys.readouterr().err

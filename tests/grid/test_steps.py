@@ -15,6 +15,14 @@ def counting_step(tmp_path, name="train", extra=""):
     return Step("morph + tp_transformer, seed 1", name, [sys.executable, "-c", code], tmp_path)
 
 
+def killable_step(tmp_path, extra=""):
+    """A counting step killed by a signal while the file `kill` exists, as when the machine or
+    the user stops the grid in the middle; the same command line either way."""
+    stop = tmp_path / "kill"
+    kill = f"; import os, signal; os.path.exists('{stop}') and os.kill(os.getpid(), 9)"
+    return counting_step(tmp_path, extra=kill + extra)
+
+
 def runs(tmp_path) -> list:
     path = tmp_path / "runs.txt"
     return path.read_text().split() if path.exists() else []
@@ -33,17 +41,18 @@ def test_a_finished_step_is_skipped_and_its_marker_records_the_command(tmp_path)
 
 def test_a_killed_step_runs_again_and_the_steps_before_it_do_not(tmp_path):
     prepare = counting_step(tmp_path, "prepare")
-    # Killed by a signal, as when the machine or the user stops the grid in the middle.
-    killed = counting_step(tmp_path, "train", "; import os, signal; os.kill(os.getpid(), 9)")
+    train = killable_step(tmp_path)
+    (tmp_path / "kill").touch()
     with pytest.raises(StepFailed, match="step 'train' failed"):
-        run_steps([prepare, killed], announce=lambda line: None)
-    assert not killed.marker.exists() and prepare.marker.exists()
+        run_steps([prepare, train], announce=lambda line: None)
+    assert not train.marker.exists() and prepare.marker.exists()
+    (tmp_path / "kill").unlink()
     announced = []
-    run_steps([prepare, counting_step(tmp_path, "train")], announce=announced.append)
+    run_steps([prepare, train], announce=announced.append)
     assert runs(tmp_path) == ["prepare", "train", "train"]
     assert announced[0].endswith("prepare (done earlier)")
     # Both attempts stay in the log, each under its own header.
-    assert counting_step(tmp_path, "train").log.read_text().count("== ") == 2
+    assert train.log.read_text().count("== ") == 2
 
 
 def test_a_failure_names_system_step_log_and_shows_the_log_end(tmp_path):
@@ -64,6 +73,21 @@ def test_a_step_finished_with_another_command_is_not_reused(tmp_path):
     with pytest.raises(GridError, match=r"finished earlier with another command .*done\.json"):
         run_step(other)
     assert runs(tmp_path) == ["train"]
+
+
+def test_a_killed_attempt_of_another_command_is_not_resumed(tmp_path):
+    # Killed mid-way with one budget; fairseq-train would resume its checkpoint under another.
+    (tmp_path / "kill").touch()
+    with pytest.raises(StepFailed):
+        run_step(killable_step(tmp_path))
+    (tmp_path / "kill").unlink()
+    other = killable_step(tmp_path, extra="; print('--max-update 4000')")
+    with pytest.raises(GridError, match=r"started earlier with another command and did not fin"):
+        run_step(other)
+    assert runs(tmp_path) == ["train"]
+    # The killed command itself resumes.
+    run_step(killable_step(tmp_path))
+    assert runs(tmp_path) == ["train", "train"]
 
 
 def test_the_environment_and_launcher_are_part_of_the_run(tmp_path):
