@@ -117,6 +117,18 @@ def test_finetune_epochs_overrides_only_the_tasks_it_names(grid, tmp_path):
 @pytest.mark.parametrize("value", ["qa", "qa=0", "parsing=3", "qa=two"])
 def test_finetune_epochs_names_a_task_and_a_positive_count(value, capsys):
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["--pretrain-train", "t", "--pretrain-valid", "v",
-                                   "--tasks-dir", "d", "--out", "o", "--finetune-epochs", value])
+        build_parser().parse_args(
+            [
+                "--pretrain-train",
+                "t",
+                "--pretrain-valid",
+                "v",
+                "--tasks-dir",
+                "d",
+                "--out",
+                "o",
+                "--finetune-epochs",
+                value,
+            ]
+        )
     assert f"{value!r} is not TASK=EPOCHS" in capsys.readouterr().err
