@@ -82,6 +82,7 @@ class TranslationGrid:
     cpu: bool = True
     beam: int = 5
     lr: Optional[float] = None  # the profile's by default
+    arch_lr: Tuple[Tuple[str, float], ...] = ()  # (arch, peak rate): overrides lr for that arch
     train_args: Tuple[str, ...] = ()  # more fairseq-train options, the same for every system
     segmentation_cache: Optional[str] = None
 
@@ -94,6 +95,11 @@ class TranslationGrid:
 
     def run_dir(self, system: System, seed: int) -> Path:
         return self.out / "runs" / f"{system.name}-seed{seed}"
+
+    def peak_lr(self, system: System) -> Optional[float]:
+        """The system's peak learning rate: its architecture's (--arch-lr), else --lr; None
+        leaves train-en-tr.sh's profile default."""
+        return dict(self.arch_lr).get(system.arch, self.lr)
 
     def arch_name(self, system: System) -> str:
         return f"{system.arch}_{PROFILE_ARCH_SIZE[self.profile]}"
@@ -140,8 +146,9 @@ def train_step(grid: TranslationGrid, system: System, seed: int, scripts: Path) 
         "--data", str(grid.data_dir(system.mode)), "--save-dir", str(run / "checkpoints"),
         "--arch", grid.arch_name(system), "--max-update", str(grid.max_update),
     ]  # fmt: skip
-    if grid.lr is not None:
-        command += ["--lr", str(grid.lr)]
+    lr = grid.peak_lr(system)
+    if lr is not None:
+        command += ["--lr", str(lr)]
     if grid.cpu:
         command.append("--cpu")
     command += ["--", "--seed", str(seed), "--num-workers", "0", *grid.train_args]
@@ -188,6 +195,19 @@ def _system_argument(spec: str) -> System:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
+def _arch_lr_argument(value: str) -> Tuple[str, float]:
+    arch, _, rate = value.partition("=")
+    try:
+        lr = float(rate)
+    except ValueError:
+        lr = 0.0
+    if arch not in ARCHITECTURES or not lr > 0:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not ARCH=LR with ARCH one of {', '.join(ARCHITECTURES)} and LR > 0"
+        )
+    return arch, lr
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m fairseq_struct.grid.translation",
@@ -230,6 +250,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpu", action="store_true", help="train and translate on a GPU")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--lr", type=float, help="peak learning rate (default: the profile's)")
+    parser.add_argument(
+        "--arch-lr",
+        nargs="+",
+        type=_arch_lr_argument,
+        default=[],
+        metavar="ARCH=LR",
+        help="peak learning rate of one architecture instead of --lr, e.g. tp_transformer=0.006",
+    )
     parser.add_argument("--segmentation-cache", help="Turkish: sqlite cache of segmented lines")
     parser.add_argument(
         "--launcher",
@@ -268,6 +296,7 @@ def grid_from_args(args: argparse.Namespace) -> TranslationGrid:
         cpu=not args.gpu,
         beam=args.beam,
         lr=args.lr,
+        arch_lr=tuple(dict(args.arch_lr).items()),
         train_args=tuple(args.train_args),
         segmentation_cache=args.segmentation_cache,
     )
