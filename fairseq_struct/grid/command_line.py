@@ -5,9 +5,11 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
 
 from fairseq_struct.grid.steps import GridError, Step, run_steps
+
+Value = TypeVar("Value")
 
 
 def run_grid(
@@ -30,3 +32,38 @@ def run_grid(
         return 1
     print(f"report: {report}")
     return 0
+
+
+def assignment_argument(
+    key: str,
+    names: Sequence[str],
+    value_name: str,
+    parse: Callable[[str], Optional[Value]],
+    requirement: str,
+) -> Callable[[str], Tuple[str, Value]]:
+    """An argparse type for KEY=VALUE (e.g. tp_transformer=0.006): KEY one of `names`, VALUE
+    what `parse` accepts (None refuses it); a refusal names the expected form."""
+
+    def parse_assignment(text: str) -> Tuple[str, Value]:
+        name, _, raw = text.partition("=")
+        value = parse(raw)
+        if name not in names or value is None:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not {key}={value_name} with {key} one of {', '.join(names)} "
+                f"and {value_name} {requirement}"
+            )
+        return name, value
+
+    return parse_assignment
+
+
+def positive_float(text: str) -> Optional[float]:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def positive_int(text: str) -> Optional[int]:
+    return int(text) if text.isdigit() and int(text) > 0 else None

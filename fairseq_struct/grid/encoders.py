@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_struct.commands import environment_tool
-from fairseq_struct.grid.command_line import run_grid
+from fairseq_struct.grid.command_line import assignment_argument, positive_int, run_grid
 from fairseq_struct.grid.steps import GridError, Step
 from fairseq_struct.grid.translation import scripts_dir
 
@@ -315,15 +315,6 @@ def _encoder_argument(name: str) -> str:
     return name
 
 
-def _task_epochs_argument(value: str) -> Tuple[str, int]:
-    task, _, epochs = value.partition("=")
-    if task not in TASKS or not epochs.isdigit() or int(epochs) < 1:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not TASK=EPOCHS with a task among {', '.join(TASKS)} and EPOCHS >= 1"
-        )
-    return task, int(epochs)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m fairseq_struct.grid.encoders",
@@ -355,7 +346,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--finetune-epochs",
         nargs="+",
-        type=_task_epochs_argument,
+        type=assignment_argument("TASK", TASKS, "EPOCHS", positive_int, ">= 1"),
         default=[],
         metavar="TASK=EPOCHS",
         help="fine-tuning epochs of a task instead of the profile's, e.g. qa=2",

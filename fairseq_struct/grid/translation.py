@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from fairseq_struct.grid.command_line import run_grid
+from fairseq_struct.grid.command_line import assignment_argument, positive_float, run_grid
 from fairseq_struct.grid.steps import GridError, Step
 
 MODES = ("bpe", "morph")
@@ -195,19 +195,6 @@ def _system_argument(spec: str) -> System:
         raise argparse.ArgumentTypeError(str(error)) from error
 
 
-def _arch_lr_argument(value: str) -> Tuple[str, float]:
-    arch, _, rate = value.partition("=")
-    try:
-        lr = float(rate)
-    except ValueError:
-        lr = 0.0
-    if arch not in ARCHITECTURES or not lr > 0:
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not ARCH=LR with ARCH one of {', '.join(ARCHITECTURES)} and LR > 0"
-        )
-    return arch, lr
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m fairseq_struct.grid.translation",
@@ -253,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--arch-lr",
         nargs="+",
-        type=_arch_lr_argument,
+        type=assignment_argument("ARCH", ARCHITECTURES, "LR", positive_float, "> 0"),
         default=[],
         metavar="ARCH=LR",
         help="peak learning rate of one architecture instead of --lr, e.g. tp_transformer=0.006",

@@ -13,6 +13,9 @@ from fairseq_struct.grid.encoders import (
 )
 from fairseq_struct.grid.steps import GridError
 
+REQUIRED_ARGUMENTS = ["--pretrain-train", "t", "--pretrain-valid", "v", "--tasks-dir", "d"]
+REQUIRED_ARGUMENTS += ["--out", "o"]
+
 
 def option(command: list, name: str) -> str:
     """The value fairseq-train takes: that of the option's last occurrence (argparse's rule)."""
@@ -117,18 +120,5 @@ def test_finetune_epochs_overrides_only_the_tasks_it_names(grid, tmp_path):
 @pytest.mark.parametrize("value", ["qa", "qa=0", "parsing=3", "qa=two"])
 def test_finetune_epochs_names_a_task_and_a_positive_count(value, capsys):
     with pytest.raises(SystemExit):
-        build_parser().parse_args(
-            [
-                "--pretrain-train",
-                "t",
-                "--pretrain-valid",
-                "v",
-                "--tasks-dir",
-                "d",
-                "--out",
-                "o",
-                "--finetune-epochs",
-                value,
-            ]
-        )
+        build_parser().parse_args([*REQUIRED_ARGUMENTS, "--finetune-epochs", value])
     assert f"{value!r} is not TASK=EPOCHS" in capsys.readouterr().err
