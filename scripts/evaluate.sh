@@ -77,9 +77,7 @@ if [[ -d $repo_root/fairseq_struct ]]; then
     export PYTHONPATH=$repo_root${PYTHONPATH:+:$PYTHONPATH}
 fi
 if [[ -z $user_dir ]]; then
-    # find_spec locates the package without importing it (importing loads fairseq: slow).
-    user_dir=$("$python" -c 'import importlib.util, os
-print(os.path.dirname(importlib.util.find_spec("fairseq_struct").origin))')
+    user_dir=$(fairseq_struct_dir "$python")
 fi
 
 mkdir -p "$out_dir"

@@ -8,8 +8,9 @@
 #          Adafactor with an external --lr and inverse square-root decay, 80 sentences per
 #          GPU, dropout 0.1; BLEU on the validation set picks the best checkpoint and stops
 #          training after --patience validations without improvement.
-#   cpu    a small-CPU variant: tp_transformer_tiny, larger learning rate, short warm-up,
-#          token-based batches; what the demo runs.
+#   cpu    a small-CPU variant: tp_transformer_tiny, larger learning rate (0.003), short warm-up,
+#          token-based batches; what the demo runs. On real text the TP-Transformer does better
+#          at --lr 0.006 (the translation grid's default for it; docs/results/en-tr-tp-analysis.md).
 # Options:
 #   --arch NAME          override the profile's architecture (e.g. transformer_relpos_base)
 #   --max-update N       stop after N updates (paper profile: until early stopping)
@@ -30,9 +31,7 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 source "$REPO/scripts/lib/tools.sh"
-# find_spec locates the package without importing it (importing loads fairseq: 3 s).
-USER_DIR="$("${TOOLS}python" -c 'import importlib.util, os
-print(os.path.dirname(importlib.util.find_spec("fairseq_struct").origin))' 2>/dev/null)"
+USER_DIR="$(fairseq_struct_dir "${TOOLS}python")"
 
 DATA="" SAVE_DIR="" PROFILE="paper" ARCH="" MAX_UPDATE="" LR="" GPUS=1 CPU=0 PRECISION="auto" TGT_LANG=""
 while [[ $# -gt 0 ]]; do

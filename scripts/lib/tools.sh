@@ -10,3 +10,14 @@ else
   TOOLS=""
 fi
 unset _repo
+
+# The directory of the fairseq_struct package that PYTHON (an interpreter of TOOLS) imports:
+# fairseq's --user-dir. find_spec locates it without importing it (importing loads fairseq: 3 s).
+fairseq_struct_dir() {
+  "$1" -c 'import importlib.util, os, sys
+spec = importlib.util.find_spec("fairseq_struct")
+print(os.path.dirname(spec.origin)) if spec else sys.exit(1)' || {
+    echo "$(basename "$0"): $1 has no fairseq_struct package: run 'make venv', or pip install fairseq-struct there (FAIRSEQ_STRUCT_TOOLS names another environment's bin/)" >&2
+    return 1
+  }
+}

@@ -1,5 +1,6 @@
 """The translation grid's peak learning rates: --lr for every system, --arch-lr for one
-architecture, the profile's default (no --lr at all) otherwise; a bad --arch-lr is refused."""
+architecture, the profile's rate for the architecture otherwise (the cpu profile's 0.006 for the
+TP-Transformer passed, the others left to the script); a bad --arch-lr is refused."""
 
 import pytest
 
@@ -31,15 +32,21 @@ def test_arch_lr_sets_one_architecture_and_lr_the_others():
     }  # fmt: skip
 
 
-def test_without_lr_options_the_profile_default_is_left_to_the_script():
+def test_the_cpu_profile_gives_the_tp_transformer_its_own_rate():
     defaults = train_commands()
-    assert all(peak_lr(command) is None for command in defaults.values())
+    for system, command in defaults.items():
+        # The baseline's is left to the script (0.003); the TP-Transformer's is passed.
+        assert peak_lr(command) == ("0.006" if "tp_transformer" in system else None), system
+    paper = train_commands("--profile", "paper")
+    assert all(peak_lr(command) is None for command in paper.values())
+    # --lr is every system's rate, the TP-Transformer's too.
+    assert {peak_lr(command) for command in train_commands("--lr", "0.002").values()} == {"0.002"}
     # --arch-lr alone changes only its architecture's commands, so the other runs of a grid
     # started without it stay finished.
-    only_tp = train_commands("--arch-lr", "tp_transformer=0.006")
-    for system, command in only_tp.items():
-        if "tp_transformer" in system:
-            assert peak_lr(command) == "0.006"
+    only_relpos = train_commands("--arch-lr", "transformer_relpos=0.002")
+    for system, command in only_relpos.items():
+        if "transformer_relpos" in system:
+            assert peak_lr(command) == "0.002"
         else:
             assert command == defaults[system]
 

@@ -101,6 +101,23 @@ def test_train_without_a_report_asks_for_the_target_language(tmp_path):
     assert not (tmp_path / "ck").exists()
 
 
+def test_train_names_a_python_without_the_package(tmp_path):
+    """It used to exit with status 1 and no word when its python had no fairseq_struct."""
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    # Isolated and without site-packages: a python that cannot find the package.
+    (tools / "python").write_text(f'#!/bin/bash\nexec "{sys.executable}" -I -S "$@"\n')
+    (tools / "python").chmod(0o755)
+    env = dict(script_environment(), FAIRSEQ_STRUCT_TOOLS=str(tools))
+    data = _data_dir(tmp_path, ["en", "tr"], report_target="tr")
+    result = _run("train-en-tr.sh", "--data", str(data), "--save-dir", "ck", cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert f"train-en-tr.sh: {tools}/python has no fairseq_struct package: run 'make venv'" in (
+        result.stderr
+    )
+    assert not (tmp_path / "ck").exists()
+
+
 def test_train_refuses_a_target_language_without_a_dictionary(tmp_path):
     data = _data_dir(tmp_path, ["en", "tr"], report_target="iu")
     result = _run("train-en-tr.sh", "--data", str(data), "--save-dir", "ck", cwd=tmp_path)
