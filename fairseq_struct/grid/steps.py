@@ -2,7 +2,8 @@
 
 A step is one command line (a preparation, a training run, an evaluation) of one system. It is
 complete when its marker, `<directory>/.<name>.done.json`, exists: written atomically after the
-command exits 0, with the command, its wall time and when it finished. A grid that is killed and
+command exits 0, with the command, its wall time (of all its attempts: a killed attempt is timed
+until its last output) and when it finished. A grid that is killed and
 started again therefore skips every finished step and runs the unfinished one again from the
 start of its command: fairseq-train picks up its own `checkpoint_last.pt`, the preparation its
 finished chunks, so little is redone even inside a step.
@@ -40,7 +41,12 @@ from fairseq_struct.morph.corpus_io import atomic_write_json
 
 LOG_TAIL_LINES = 25
 # Each attempt's first log line: "== <UTC time> <command line>".
-ATTEMPT_HEADER = re.compile(r"^== \d{4}-\d\d-\d\dT\S+ (.*)$", re.MULTILINE)
+ATTEMPT_HEADER = re.compile(r"^== (\d{4}-\d\d-\d\dT\S+) (.*)$", re.MULTILINE)
+# An attempt that did not finish is closed by how long it ran: written when it fails, or, when
+# it was killed, by the next attempt (until the log's last change, its last output).
+ATTEMPT_RAN = re.compile(r"^== the attempt above ran ([0-9.]+) s", re.MULTILINE)
+# The attempt that finished closes the log with the wall time of all its attempts.
+STEP_FINISHED = re.compile(r"^== finished after ([0-9.]+) s in all", re.MULTILINE)
 
 
 class GridError(RuntimeError):
@@ -66,7 +72,8 @@ def marker_record(directory: Path, name: str) -> Optional[dict]:
 
 
 def wall_seconds(directory: Path, name: str) -> Optional[float]:
-    """How long the finished step `name` of a directory took; None while it has not finished."""
+    """How long the finished step `name` of a directory took, all its attempts together; None
+    while it has not finished."""
     record = marker_record(directory, name)
     return None if record is None else float(record["wall_seconds"])
 
@@ -131,8 +138,30 @@ def last_attempt_command(log: Path) -> Optional[str]:
     if not log.is_file():
         return None
     text = log.read_text(encoding="utf-8", errors="replace")
-    commands = ATTEMPT_HEADER.findall(text)
-    return commands[-1] if commands else None
+    headers = ATTEMPT_HEADER.findall(text)
+    return headers[-1][1] if headers else None
+
+
+def earlier_attempts_seconds(log: Path) -> float:
+    """The wall time of the attempts since the step last finished, a killed one closed first
+    (timed until its last output: a resumed run's training time counts all its attempts)."""
+    if not log.is_file():
+        return 0.0
+    text = log.read_text(encoding="utf-8", errors="replace")
+    headers = list(ATTEMPT_HEADER.finditer(text))
+    if not headers:
+        return 0.0
+    after_last = text[headers[-1].end() :]
+    if not ATTEMPT_RAN.search(after_last) and not STEP_FINISHED.search(after_last):
+        started = datetime.fromisoformat(headers[-1].group(1)).timestamp()
+        ran = max(0.0, log.stat().st_mtime - started)
+        closing = f"== the attempt above ran {ran:.0f} s, until its last output (killed)\n"
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(("" if text.endswith("\n") else "\n") + closing)
+        text += closing
+    finishes = list(STEP_FINISHED.finditer(text))
+    since = text[finishes[-1].end() :] if finishes else text
+    return sum(float(match.group(1)) for match in ATTEMPT_RAN.finditer(since))
 
 
 def run_step(step: Step, launcher: Sequence[str] = ()) -> dict:
@@ -172,6 +201,7 @@ def _execute(step: Step, launcher: Sequence[str]) -> dict:
     """Run the step's command, log appended, and write its marker once it exits 0."""
     step.check_unfinished_attempt()
     step.directory.mkdir(parents=True, exist_ok=True)
+    earlier = earlier_attempts_seconds(step.log)
     command = [*launcher, *step.command]
     started = time.monotonic()
     with open(step.log, "a", encoding="utf-8") as log:
@@ -182,18 +212,23 @@ def _execute(step: Step, launcher: Sequence[str]) -> dict:
                 command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **step.env}
             ).returncode
         except OSError as error:
+            log.write("== the attempt above ran 0 s (it could not start)\n")
             raise StepFailed(
                 f"grid stopped: {step.system}, step '{step.name}' could not start ({error}); "
                 f"command: {step.command_line()}"
             ) from error
-    if status != 0:
-        raise StepFailed(
-            f"grid stopped: {step.system}, step '{step.name}' failed (exit status {status}); "
-            f"log: {step.log}\n--- last lines of the log ---\n{_tail(step.log)}"
-        )
+        ran = time.monotonic() - started
+        if status != 0:
+            tail = _tail(step.log)
+            log.write(f"== the attempt above ran {ran:.0f} s (exit status {status})\n")
+            raise StepFailed(
+                f"grid stopped: {step.system}, step '{step.name}' failed (exit status {status}); "
+                f"log: {step.log}\n--- last lines of the log ---\n{tail}"
+            )
+        log.write(f"== finished after {earlier + ran:.0f} s in all\n")
     record = {
         "command": step.command_line(),
-        "wall_seconds": round(time.monotonic() - started, 3),
+        "wall_seconds": round(earlier + ran, 3),  # every attempt's, a resumed run's in all
         "finished": _now(),
     }
     atomic_write_json(step.marker, record)

@@ -2,11 +2,21 @@
 command refused, a failure named with its system, step and log."""
 
 import json
+import os
+import re
 import sys
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from fairseq_struct.grid.steps import GridError, Step, StepFailed, run_step, run_steps
+from fairseq_struct.grid.steps import (
+    ATTEMPT_HEADER,
+    GridError,
+    Step,
+    StepFailed,
+    run_step,
+    run_steps,
+)
 
 
 def counting_step(tmp_path, name="train", extra=""):
@@ -51,8 +61,46 @@ def test_a_killed_step_runs_again_and_the_steps_before_it_do_not(tmp_path):
     run_steps([prepare, train], announce=announced.append)
     assert runs(tmp_path) == ["prepare", "train", "train"]
     assert announced[0].endswith("prepare (done earlier)")
-    # Both attempts stay in the log, each under its own header.
-    assert train.log.read_text().count("== ") == 2
+    # Both attempts stay in the log, each under its own header, the killed one closed.
+    log = train.log.read_text()
+    assert len(ATTEMPT_HEADER.findall(log)) == 2
+    assert "== the attempt above ran 0 s (exit status -9)" in log
+
+
+def test_a_failed_attempts_time_counts_in_the_steps_wall_time(tmp_path):
+    flag = tmp_path / "fail"
+    code = f"import os, sys, time; time.sleep(1); sys.exit(os.path.exists('{flag}'))"
+    step = Step("bpe + transformer_relpos, seed 1", "train", [sys.executable, "-c", code], tmp_path)
+    flag.touch()
+    with pytest.raises(StepFailed):
+        run_step(step)
+    flag.unlink()
+    record = run_step(step)
+    failed = float(re.search(r"^== the attempt above ran (\d+) s \(exit status 1\)$",
+                             step.log.read_text(), re.M).group(1))  # fmt: skip
+    assert failed >= 1 and record["wall_seconds"] >= 2
+    assert step.log.read_text().endswith(
+        f"== finished after {record['wall_seconds']:.0f} s in all\n"
+    )
+
+
+def test_a_killed_grids_attempt_is_timed_until_its_last_output(tmp_path):
+    """The grid itself killed (the machine stopped): the next run closes the attempt in the log
+    with the time from its header to the log's last change, and counts it in the marker's time
+    (the report's training time of a resumed run)."""
+    step = counting_step(tmp_path)
+    started = datetime.now(timezone.utc) - timedelta(seconds=600)
+    step.log.write_text(
+        f"== {started.isoformat(timespec='seconds')} {step.command_line()}\nupdate 500\n"
+    )
+    last_output = started.timestamp() + 420
+    os.utime(step.log, (last_output, last_output))
+    record = run_step(step)
+    assert "== the attempt above ran 420 s, until its last output (killed)" in step.log.read_text()
+    assert 420 <= record["wall_seconds"] < 430
+    # A step run again after it finished (its marker deleted) does not count the old attempts.
+    step.marker.unlink()
+    assert run_step(step)["wall_seconds"] < 10
 
 
 def test_a_failure_names_system_step_log_and_shows_the_log_end(tmp_path):
