@@ -89,7 +89,7 @@ def test_a_killed_grids_attempt_is_timed_until_its_last_output(tmp_path):
     with the time from its header to the log's last change, and counts it in the marker's time
     (the report's training time of a resumed run)."""
     step = counting_step(tmp_path)
-    started = datetime.now(timezone.utc) - timedelta(seconds=600)
+    started = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(seconds=600)
     step.log.write_text(
         f"== {started.isoformat(timespec='seconds')} {step.command_line()}\nupdate 500\n"
     )

@@ -19,6 +19,7 @@ import time
 from conftest import REPO_ROOT, run_tool, script_environment
 
 from fairseq_struct.demo_data.synthetic_en_tr import write_corpus
+from fairseq_struct.grid.steps import ATTEMPT_HEADER
 
 SYSTEMS = ("bpe:transformer_relpos", "bpe:tp_transformer")
 
@@ -78,7 +79,9 @@ def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path):
     ]
     assert "bpe + tp_transformer, seed 1: train finished" in again
     assert all(marker.read_text() == text for marker, text in finished.items())
-    assert (second_run / "train.log").read_text().count("\n== ") + 1 == 2  # both attempts
+    log = (second_run / "train.log").read_text()
+    assert len(ATTEMPT_HEADER.findall(log)) == 2  # both attempts, the killed one closed
+    assert "== the attempt above ran" in log and "== finished after" in log
 
     record = json.loads((out / "report.json").read_text(encoding="utf-8"))
     assert [system["name"] for system in record["systems"]] == [
