@@ -34,15 +34,18 @@ def run_grid(
     return 0
 
 
-def assignment_argument(
+def add_assignment_option(
+    parser: argparse.ArgumentParser,
+    flag: str,
     key: str,
     names: Sequence[str],
     value_name: str,
     parse: Callable[[str], Optional[Value]],
     requirement: str,
-) -> Callable[[str], Tuple[str, Value]]:
-    """An argparse type for KEY=VALUE (e.g. tp_transformer=0.006): KEY one of `names`, VALUE
-    what `parse` accepts (None refuses it); a refusal names the expected form."""
+    help_text: str,
+) -> None:
+    """`flag KEY=VALUE ...` (e.g. --arch-lr tp_transformer=0.006): KEY one of `names`, VALUE
+    what `parse` accepts (None refuses it, naming the expected form); a list of (KEY, VALUE)."""
 
     def parse_assignment(text: str) -> Tuple[str, Value]:
         name, _, raw = text.partition("=")
@@ -54,7 +57,14 @@ def assignment_argument(
             )
         return name, value
 
-    return parse_assignment
+    parser.add_argument(
+        flag,
+        nargs="+",
+        type=parse_assignment,
+        default=[],
+        metavar=f"{key}={value_name}",
+        help=help_text,
+    )
 
 
 def positive_float(text: str) -> Optional[float]:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq_struct.commands import environment_tool
-from fairseq_struct.grid.command_line import assignment_argument, positive_int, run_grid
+from fairseq_struct.grid.command_line import add_assignment_option, positive_int, run_grid
 from fairseq_struct.grid.steps import GridError, Step
 from fairseq_struct.grid.translation import scripts_dir
 
@@ -343,14 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--max-update", type=int, help="pretraining updates (default: the profile's)"
     )
-    parser.add_argument(
-        "--finetune-epochs",
-        nargs="+",
-        type=assignment_argument("TASK", TASKS, "EPOCHS", positive_int, ">= 1"),
-        default=[],
-        metavar="TASK=EPOCHS",
-        help="fine-tuning epochs of a task instead of the profile's, e.g. qa=2",
-    )
+    add_assignment_option(
+        parser, "--finetune-epochs", "TASK", TASKS, "EPOCHS", positive_int, ">= 1",
+        help_text="fine-tuning epochs of a task instead of the profile's, e.g. qa=2",
+    )  # fmt: skip
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--lang", default="tr", help="tr (Zemberek) or iu (Morfessor)")
     parser.add_argument("--workers", type=int, default=1, help="preparation processes")

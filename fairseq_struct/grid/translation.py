@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from fairseq_struct.grid.command_line import assignment_argument, positive_float, run_grid
+from fairseq_struct.grid.command_line import add_assignment_option, positive_float, run_grid
 from fairseq_struct.grid.steps import GridError, Step
 
 MODES = ("bpe", "morph")
@@ -103,9 +103,8 @@ class TranslationGrid:
     def peak_lr(self, system: System) -> Optional[float]:
         """The system's peak learning rate: its architecture's (--arch-lr), else --lr, else
         the profile's rate for its architecture; None leaves train-en-tr.sh's profile default."""
-        if system.arch in dict(self.arch_lr):
-            return dict(self.arch_lr)[system.arch]
-        return self.lr if self.lr is not None else PROFILE_ARCH_LR[self.profile].get(system.arch)
+        default = self.lr if self.lr is not None else PROFILE_ARCH_LR[self.profile].get(system.arch)
+        return dict(self.arch_lr).get(system.arch, default)
 
     def arch_name(self, system: System) -> str:
         return f"{system.arch}_{PROFILE_ARCH_SIZE[self.profile]}"
@@ -243,14 +242,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--gpu", action="store_true", help="train and translate on a GPU")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--lr", type=float, help="peak learning rate (default: the profile's)")
-    parser.add_argument(
-        "--arch-lr",
-        nargs="+",
-        type=assignment_argument("ARCH", ARCHITECTURES, "LR", positive_float, "> 0"),
-        default=[],
-        metavar="ARCH=LR",
-        help="peak learning rate of one architecture instead of --lr, e.g. tp_transformer=0.006",
-    )
+    add_assignment_option(
+        parser, "--arch-lr", "ARCH", ARCHITECTURES, "LR", positive_float, "> 0",
+        help_text="peak learning rate of one architecture instead of --lr, e.g. tp_transformer=0.006",
+    )  # fmt: skip
     parser.add_argument("--segmentation-cache", help="Turkish: sqlite cache of segmented lines")
     parser.add_argument(
         "--launcher",
