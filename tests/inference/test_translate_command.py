@@ -16,13 +16,17 @@ TRANSLATE = ["-m", "fairseq_struct.inference.translate"]
 HUB = """
 import sys
 from fairseq_struct.models.tp_transformer import TPTransformerModel
+from fairseq_struct.morph.length_limit import fitted_limit
 checkpoints, checkpoint, data, source, out = sys.argv[1:]
 model = TPTransformerModel.from_pretrained(
     checkpoints, checkpoint, data_name_or_path=data, cpu=True
 )
 lines = open(source, encoding="utf-8").read().splitlines()
+# The hub takes fairseq's generation options: the data's fitted limit, as evaluate.sh decodes.
+max_len_a, max_len_b = fitted_limit(data)
+translations = model.translate(lines, beam=5, max_len_a=max_len_a, max_len_b=max_len_b)
 with open(out, "w", encoding="utf-8") as file:
-    file.writelines(line + "\\n" for line in model.translate(lines, beam=5))
+    file.writelines(line + "\\n" for line in translations)
 """
 
 
