@@ -11,6 +11,8 @@ import pytest
 import torch
 from conftest import USER_DIR, python_stand_in, run_script, run_tool, venv_tool
 
+from fairseq_struct.morph.length_limit import fitted_limit
+
 TRANSLATE = ["-m", "fairseq_struct.inference.translate"]
 
 HUB = """
@@ -84,13 +86,14 @@ def test_translate_the_hub_interactive_and_evaluate_sh_give_the_same_hypotheses(
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert lines_of(hub_out) == evaluated
 
-    # The README's stock fairseq-interactive line.
+    # The README's stock fairseq-interactive line, given the data's fitted length limit.
+    max_len_a, max_len_b = fitted_limit(demo["data"])
     interactive = run_tool(
         [venv_tool("fairseq-interactive"), str(demo["data"]), "--user-dir", USER_DIR,
          "--task", "translation_morph", "--path", str(demo["best"]),
          "--bpe", "struct_sentencepiece", "--sentencepiece-model", str(demo["data"] / "spm.model"),
          "--beam", "5", "--buffer-size", "1000", "--max-tokens", "12000", "--input",
-         str(demo["source"]), "--cpu"],
+         str(demo["source"]), "--cpu", "--max-len-a", str(max_len_a), "--max-len-b", str(max_len_b)],
         tmp_path,
     )  # fmt: skip
     detokenized = [
