@@ -26,6 +26,9 @@ Options:
   --user-dir DIR    plugin directory (default: the installed or checked-out fairseq_struct)
   -h, --help        show this help
 Arguments after -- go to fairseq-generate unchanged (e.g. -- --cpu --lenpen 1.2).
+Hypotheses stop at the length limit that scripts/prepare-*.sh fitted to the training pairs
+(DATA_BIN/prepare_report.json's decoding_length, as validation decodes), unless --max-len-a or
+--max-len-b follow --; without that report, at fairseq-generate's default (200 pieces).
 
 Uses the tools of FAIRSEQ_STRUCT_TOOLS, else of .venv/bin of this checkout if it exists, else those on PATH.
 EOF
@@ -92,6 +95,15 @@ generate=("${TOOLS}fairseq-generate" "$data_bin" --path "$checkpoint" --user-dir
     --task "$task" --gen-subset "$subset" --beam "$beam")
 if [[ -n $batch_size ]]; then
     generate+=(--batch-size "$batch_size")
+fi
+# The decoding length limit fitted to the training pairs (prepare_report.json's decoding_length,
+# as validation decodes), unless the arguments after -- set one; else fairseq-generate's own.
+if [[ -f $data_bin/prepare_report.json && " ${generate_args[*]-} " != *" --max-len-"[ab]* ]]; then
+    limit=$("$python" -c 'import json, sys
+limit = json.load(open(sys.argv[1], encoding="utf-8")).get("decoding_length")
+print(*(limit and ("--max-len-a", limit["max_len_a"], "--max-len-b", limit["max_len_b"]) or ()))' "$data_bin/prepare_report.json")
+    read -r -a limit_args <<<"$limit"
+    generate+=(${limit_args[@]+"${limit_args[@]}"})
 fi
 echo "evaluate.sh: ${generate[*]} ${generate_args[*]} > $generate_log" >&2
 # The output passes through generate_progress on its way to the log: a sentence counter with

@@ -61,6 +61,16 @@ if [[ -z "$TGT_LANG" ]]; then
   [[ -f "$REPORT" ]] || { echo "train-en-tr.sh: $REPORT is missing; pass --tgt-lang (or prepare the data with scripts/prepare-*.sh)" >&2; exit 2; }
   TGT_LANG="$("${TOOLS}python" -c 'import json, sys; print(json.load(open(sys.argv[1], encoding="utf-8"))["target_lang"])' "$REPORT")"
 fi
+# Validation BLEU decodes up to max_len_a × source + max_len_b pieces: the limit fitted to the
+# training pairs (prepare_report.json's decoding_length, fairseq_struct/morph/length_limit.py),
+# else 1.2 × source + 10.
+MAX_LEN_A=1.2 MAX_LEN_B=10
+if [[ -f "$DATA/prepare_report.json" ]]; then
+  LIMIT="$("${TOOLS}python" -c 'import json, sys
+limit = json.load(open(sys.argv[1], encoding="utf-8")).get("decoding_length")
+print(*(limit and (limit["max_len_a"], limit["max_len_b"]) or (1.2, 10)))' "$DATA/prepare_report.json")"
+  read -r MAX_LEN_A MAX_LEN_B <<< "$LIMIT"
+fi
 [[ -f "$DATA/dict.$TGT_LANG.txt" ]] || { echo "train-en-tr.sh: $DATA has no dict.$TGT_LANG.txt for target language '$TGT_LANG'" >&2; exit 2; }
 
 case "$PROFILE" in
@@ -68,13 +78,13 @@ case "$PROFILE" in
     PROFILE_ARGS=(--arch "${ARCH:-tp_transformer_base}" --batch-size 80
       --lr "${LR:-0.001}" --warmup-updates 4000 --patience 10
       --validate-interval-updates 2000 --save-interval-updates 2000 --keep-interval-updates 2
-      --eval-bleu-args '{"beam": 5, "max_len_a": 1.2, "max_len_b": 10}') ;;
+      --eval-bleu-args "{\"beam\": 5, \"max_len_a\": $MAX_LEN_A, \"max_len_b\": $MAX_LEN_B}") ;;
   cpu)
     PROFILE_ARGS=(--arch "${ARCH:-tp_transformer_tiny}" --max-tokens 4096
       --lr "${LR:-0.003}" --warmup-updates 300
       --validate-interval 1000 --save-interval 1000
       --validate-interval-updates 500 --save-interval-updates 500 --keep-interval-updates 1
-      --eval-bleu-args '{"beam": 1, "max_len_a": 1.2, "max_len_b": 10}') ;;
+      --eval-bleu-args "{\"beam\": 1, \"max_len_a\": $MAX_LEN_A, \"max_len_b\": $MAX_LEN_B}") ;;
   *) echo "train-en-tr.sh: unknown profile '$PROFILE' (paper|cpu)" >&2; exit 2 ;;
 esac
 [[ -n "$MAX_UPDATE" ]] && PROFILE_ARGS+=(--max-update "$MAX_UPDATE")

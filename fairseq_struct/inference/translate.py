@@ -68,13 +68,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--nbest", type=int, default=1, help="hypotheses per line (default 1)")
     parser.add_argument("--lenpen", type=float, default=1.0, help="length penalty (default 1)")
-    parser.add_argument("--max-len-a", type=float, default=0.0)
     parser.add_argument(
-        "--max-len-b",
-        type=int,
-        default=200,
-        help="the longest hypothesis is max_len_a * source length + max_len_b tokens",
+        "--max-len-a",
+        type=float,
+        help="the longest hypothesis is max_len_a * source length + max_len_b tokens (default: "
+        "the limit fitted to the training pairs in --data's prepare_report.json, as "
+        "scripts/evaluate.sh decodes; without one, fairseq's 0 and 200)",
     )
+    parser.add_argument("--max-len-b", type=int, help="see --max-len-a")
     parser.add_argument(
         "--max-tokens", type=int, default=12000, help="source tokens per batch (default 12000)"
     )

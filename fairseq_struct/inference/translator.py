@@ -32,6 +32,7 @@ from fairseq_struct.encoders.struct_sentencepiece import (
     StructSentencePieceConfig,
 )
 from fairseq_struct.inference.source_lines import SourceLine
+from fairseq_struct.morph.length_limit import decoding_limit
 
 logger = logging.getLogger(__name__)
 
@@ -47,8 +48,10 @@ class DecodingOptions:
     beam: int = 5
     nbest: int = 1
     lenpen: float = 1.0
-    max_len_a: float = 0.0  # the longest hypothesis: max_len_a * source length + max_len_b
-    max_len_b: int = 200
+    # The longest hypothesis: max_len_a * source length + max_len_b; None for both: the data
+    # directory's fitted limit (morph.length_limit), else fairseq's 0 and 200.
+    max_len_a: Optional[float] = None
+    max_len_b: Optional[int] = None
     max_tokens: Optional[int] = 12000  # fairseq-generate's default batches
     batch_size: Optional[int] = None
     cpu: bool = False
@@ -77,14 +80,15 @@ class Translator:
             raise TranslatorError(
                 f"--{options.precision} needs a CUDA GPU (on the CPU, translation runs in fp32)"
             )
+        self.data, self.task, self.models = load_ensemble(checkpoints, data)
+        max_len_a, max_len_b = decoding_limit(self.data, options.max_len_a, options.max_len_b)
         generation = GenerationConfig(
             beam=options.beam,
             nbest=options.nbest,
             lenpen=options.lenpen,
-            max_len_a=options.max_len_a,
-            max_len_b=options.max_len_b,
+            max_len_a=max_len_a,
+            max_len_b=max_len_b,
         )
-        self.data, self.task, self.models = load_ensemble(checkpoints, data)
         for model in self.models:
             if options.precision == "fp16":
                 model.half()

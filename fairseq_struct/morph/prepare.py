@@ -24,7 +24,9 @@ reads PREFIX.en / PREFIX.tr of each split and, streaming every split in chunks o
      {train,valid,test}.seg.{tgt}       morph mode: the segmented target (￭ between morphemes),
                                         for morphological density (eval.density_buckets)
      prepare_report.json                what was dropped, unseen characters, long words,
-                                        segmentation speed, share of split words, stage times
+                                        segmentation speed, share of split words, stage times,
+                                        the decoding length limit fitted to the training pairs
+                                        (`length_limit`: what validation and evaluate.sh use)
      morfessor.iu.segm                  Inuktitut only: the Morfessor model, reused when present
      segmentation_cache.sqlite          Turkish only: segmented lines, reused by the next run
 A run that was killed starts again without redoing finished work: every segmented and encoded
@@ -71,6 +73,7 @@ from fairseq_struct.morph.corpus_io import (
     iter_parallel,
     split_paths,
 )
+from fairseq_struct.morph.length_limit import decoding_length
 from fairseq_struct.morph.pipeline_options import (
     add_pipeline_options,
     check_pipeline_options,
@@ -250,6 +253,9 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         "chunk_lines": args.chunk_lines,
         "workers": args.workers,
         "stage_seconds": {stage: round(seconds, 2) for stage, seconds in stage_seconds.items()},
+        "decoding_length": decoding_length(
+            out_dir / f"train.sp.{args.src_lang}", out_dir / f"train.sp.{args.tgt_lang}"
+        ),
     }
     atomic_write_json(out_dir / REPORT_FILE, report)
     store.remove()

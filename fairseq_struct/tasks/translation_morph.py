@@ -17,6 +17,7 @@ from fairseq.logging import metrics
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import EVAL_BLEU_ORDER, TranslationConfig, TranslationTask
 
+from fairseq_struct.generation.per_sentence_length import PerSentenceLengthGenerator
 from fairseq_struct.pieces.markers import pieces_to_text
 
 _BLEU_TOTALS = tuple(f"_bleu_totals_{order}" for order in range(EVAL_BLEU_ORDER))
@@ -66,6 +67,13 @@ class TranslationMorphTask(TranslationTask):
             # Replaces --eval-bleu-detok: the pieces already are the original text.
             self.tokenizer = PiecesToText()
         return model
+
+    def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
+        # --max-len-a per sentence, not per batch (generation/per_sentence_length.py); fairseq's
+        # own generator where alignments are asked for.
+        if seq_gen_cls is None and not getattr(args, "print_alignment", False):
+            seq_gen_cls = PerSentenceLengthGenerator
+        return super().build_generator(models, args, seq_gen_cls, extra_gen_cls_kwargs, **kwargs)
 
     def build_bpe(self, args):
         if args is None and self.cfg.detokenize_output:

@@ -11,18 +11,24 @@ import pytest
 import torch
 from conftest import USER_DIR, python_stand_in, run_script, run_tool, venv_tool
 
+from fairseq_struct.morph.length_limit import fitted_limit
+
 TRANSLATE = ["-m", "fairseq_struct.inference.translate"]
 
 HUB = """
 import sys
 from fairseq_struct.models.tp_transformer import TPTransformerModel
+from fairseq_struct.morph.length_limit import fitted_limit
 checkpoints, checkpoint, data, source, out = sys.argv[1:]
 model = TPTransformerModel.from_pretrained(
     checkpoints, checkpoint, data_name_or_path=data, cpu=True
 )
 lines = open(source, encoding="utf-8").read().splitlines()
+# The hub takes fairseq's generation options: the data's fitted limit, as evaluate.sh decodes.
+max_len_a, max_len_b = fitted_limit(data)
+translations = model.translate(lines, beam=5, max_len_a=max_len_a, max_len_b=max_len_b)
 with open(out, "w", encoding="utf-8") as file:
-    file.writelines(line + "\\n" for line in model.translate(lines, beam=5))
+    file.writelines(line + "\\n" for line in translations)
 """
 
 
@@ -80,13 +86,14 @@ def test_translate_the_hub_interactive_and_evaluate_sh_give_the_same_hypotheses(
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert lines_of(hub_out) == evaluated
 
-    # The README's stock fairseq-interactive line.
+    # The README's stock fairseq-interactive line, given the data's fitted length limit.
+    max_len_a, max_len_b = fitted_limit(demo["data"])
     interactive = run_tool(
         [venv_tool("fairseq-interactive"), str(demo["data"]), "--user-dir", USER_DIR,
          "--task", "translation_morph", "--path", str(demo["best"]),
          "--bpe", "struct_sentencepiece", "--sentencepiece-model", str(demo["data"] / "spm.model"),
          "--beam", "5", "--buffer-size", "1000", "--max-tokens", "12000", "--input",
-         str(demo["source"]), "--cpu"],
+         str(demo["source"]), "--cpu", "--max-len-a", str(max_len_a), "--max-len-b", str(max_len_b)],
         tmp_path,
     )  # fmt: skip
     detokenized = [

@@ -2,6 +2,7 @@
 
 import json
 import logging
+import math
 import subprocess
 
 import pytest
@@ -119,6 +120,18 @@ def test_prepare_writes_pieces_that_stock_fairseq_preprocess_binarizes(tmp_path,
     else:
         assert report["segmentation"] is None
         assert not (out / "test.seg.tr").exists()
+    # The decoding length limit fitted to the training pieces that fairseq reads: with 300
+    # pairs, 99.9 % is all of them, so the longest target relative to its source sets it.
+    lengths = [
+        [len(line.split()) + 1 for line in (out / f"train.sp.{lang}").read_text().splitlines()]
+        for lang in ("en", "tr")
+    ]
+    expected_a = max(0, *(math.ceil((t - 10) / s * 10) for s, t in zip(*lengths))) / 10
+    assert report["decoding_length"] == {
+        "max_len_a": expected_a,
+        "max_len_b": 10,
+        "coverage": 0.999,
+    }
     summary = capsys.readouterr().out
     assert "train: 300 pairs kept, 2 dropped (2 empty line)" in summary
     binarize(out, "tr", tmp_path)

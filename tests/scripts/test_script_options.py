@@ -155,7 +155,9 @@ def test_the_tools_are_those_of_fairseq_struct_tools_then_the_checkouts_then_pat
     evaluated = _run(*evaluation, str(tmp_path / "eval"), cwd=tmp_path, env=env)
     assert evaluated.returncode == 3
     calls = log.read_text().splitlines()
-    # train-en-tr.sh: where the package is, the target language, then training; evaluate.sh:
-    # where the package is, then decoding piped into its progress counter (both start at once).
-    assert calls[:4] == ["python -c", "python -c", f"fairseq-train {data}", "python3 -c"], calls
-    assert sorted(calls[4:]) == [f"fairseq-generate {data}", "python3 -m"], calls
+    # train-en-tr.sh: where the package is, the target language, the decoding length limit,
+    # then training; evaluate.sh: where the package is, the length limit, then decoding piped
+    # into its progress counter (both start at once).
+    assert calls[:4] == ["python -c"] * 3 + [f"fairseq-train {data}"], calls
+    assert calls[4:6] == ["python3 -c"] * 2, calls
+    assert sorted(calls[6:]) == [f"fairseq-generate {data}", "python3 -m"], calls
