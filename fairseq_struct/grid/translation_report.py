@@ -5,7 +5,7 @@
   seeds that finished, each with sacreBLEU's paired bootstrap test against the baseline (the
   first system). With several seeds, each seed is tested against the baseline's run with the
   same seed and the largest p is reported: a difference is marked significant only when it is
-  significant for every seed.
+  significant for every seed, in the same direction (seeds significant both ways are named).
 - Density (seed 004's Figure 3): BLEU and chrF of each system (its first finished seed) by
   morphemes per word of the reference, from the morph mode's segmented test reference.
 - The test set: pieces per word in each mode, morphemes per word, and C_D of the raw reference.
@@ -66,7 +66,8 @@ class SystemSummary:
     runs: List[Run]
     mean: Dict[str, Optional[float]] = field(default_factory=dict)
     std: Dict[str, Optional[float]] = field(default_factory=dict)
-    # metric -> {"p_values": {seed: p}, "p": max p, "significant": bool, "difference": mean Δ}
+    # metric -> {"p_values": {seed: p}, "differences": {seed: Δ}, "p": max p, "significant":
+    # bool, "seeds_disagree": bool, "difference": mean Δ}
     significance: Dict[str, Dict[str, object]] = field(default_factory=dict)
 
     @property
@@ -116,7 +117,7 @@ def _significance(summaries: List[SystemSummary], references: List[str], test_ty
     baseline = {run.seed: run for run in summaries[0].finished}
     for summary in summaries[1:]:
         p_values: Dict[str, Dict[int, float]] = {metric: {} for metric in TESTED_METRICS}
-        differences: Dict[str, List[float]] = {metric: [] for metric in TESTED_METRICS}
+        differences: Dict[str, Dict[int, float]] = {metric: {} for metric in TESTED_METRICS}
         for run in summary.finished:
             base = baseline.get(run.seed)
             if base is None:
@@ -132,17 +133,22 @@ def _significance(summaries: List[SystemSummary], references: List[str], test_ty
             tested = result.systems[1].scores
             for metric, sacrebleu_name in TESTED_METRICS.items():
                 p_values[metric][run.seed] = float(tested[sacrebleu_name].p_value)
-                differences[metric].append(run.scores[metric] - base.scores[metric])
+                differences[metric][run.seed] = run.scores[metric] - base.scores[metric]
         for metric in TESTED_METRICS:
             if not p_values[metric]:
                 continue
             worst = max(p_values[metric].values())
+            signs = {difference > 0 for difference in differences[metric].values()}
+            every_seed_significant = worst < SIGNIFICANCE_LEVEL
             summary.significance[metric] = {
                 "test": test_type,
                 "p_values": p_values[metric],
+                "differences": differences[metric],
                 "p": worst,
-                "significant": worst < SIGNIFICANCE_LEVEL,
-                "difference": statistics.fmean(differences[metric]),
+                "significant": every_seed_significant and len(signs) == 1,
+                # Each seed significant, but better in one and worse in another: no mark.
+                "seeds_disagree": every_seed_significant and len(signs) > 1,
+                "difference": statistics.fmean(differences[metric].values()),
             }
 
 
@@ -150,7 +156,8 @@ def _cell(summary: SystemSummary, metric: str) -> str:
     text = mean_std_text(summary.mean[metric], summary.std[metric])
     test = summary.significance.get(metric)
     if test is not None:
-        text += f" (p {test['p']:.3f})"
+        disagreement = ", seeds disagree" if test["seeds_disagree"] else ""
+        text += f" (p {test['p']:.3f}{disagreement})"
         if test["significant"]:
             text += "*" if test["difference"] > 0 else "†"
     return text
@@ -260,7 +267,8 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
         "significance": {
             "test": "sacreBLEU paired bootstrap resampling (1000 resamples)",
             "level": SIGNIFICANCE_LEVEL,
-            "seeds": "each seed against the baseline's run with the same seed; the largest p",
+            "seeds": "each seed against the baseline's run with the same seed; the largest p; "
+            "significant when every seed is, in the same direction",
         },
         "systems": [_summary_json(summary) for summary in summaries],
         "test_set": statistics_of_test,
@@ -279,7 +287,8 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
         "and chrF++ by sacreBLEU on the raw reference: mean ± sample standard deviation over "
         "the finished seeds. (p …): sacreBLEU's paired bootstrap test (1,000 resamples) against "
         f"the baseline, the largest p over the seeds; * significantly better, † significantly "
-        f"worse (p < {SIGNIFICANCE_LEVEL}).",
+        f'worse (p < {SIGNIFICANCE_LEVEL} for every seed, in the same direction; "seeds '
+        'disagree": significantly better with one seed and worse with another).',
         "",
         *results_table(summaries, grid.seeds),
         "",

@@ -65,16 +65,16 @@ def write_run(grid: TranslationGrid, system: System, seed: int, curve) -> dict:
     return scores
 
 
-@pytest.fixture
-def grid_dir(tmp_path) -> tuple:
+def build_grid(out, systems=(BASELINE, BETTER, WORSE, SAME)) -> tuple:
+    """A grid of two seeds whose runs write HYPOTHESES (WORSE's seed 2 missing)."""
     grid = TranslationGrid(
         train="raw/train",
         valid="raw/valid",
         test="raw/test",
         tgt_lang="tr",
-        out=tmp_path / "grid",
+        out=out,
         seeds=(1, 2),
-        systems=(BASELINE, BETTER, WORSE, SAME),
+        systems=systems,
         max_update=200,
     )
     for mode in ("bpe", "morph"):
@@ -93,6 +93,11 @@ def grid_dir(tmp_path) -> tuple:
                 continue  # a seed that did not finish
             scores[system, seed] = write_run(grid, system, seed, [(100, 5.0), (200, 7.5)])
     return grid, scores
+
+
+@pytest.fixture
+def grid_dir(tmp_path) -> tuple:
+    return build_grid(tmp_path / "grid")
 
 
 def table_row(report: str, system: System) -> str:
@@ -126,6 +131,23 @@ def test_table_has_mean_and_sample_std_over_seeds_and_marks_significance(grid_di
     assert "(p 1.000) |" in table_row(text, SAME)
     assert "10.0 min" in table_row(text, BASELINE)
     assert "| 200 |" in table_row(text, BASELINE)
+
+
+def test_seeds_significant_in_opposite_directions_are_not_marked(tmp_path, monkeypatch):
+    # Seed 1 the references (significantly better), seed 2 one word (significantly worse).
+    monkeypatch.setitem(
+        HYPOTHESES, BETTER, lambda line, seed: line if seed == 1 else line.split()[0]
+    )
+    grid, scores = build_grid(tmp_path / "grid", systems=(BASELINE, BETTER))
+    text = write_report(grid, ["python"]).read_text(encoding="utf-8")
+    record = json.loads((grid.out / "report.json").read_text(encoding="utf-8"))
+
+    bleu = [scores[BETTER, seed]["BLEU"] for seed in (1, 2)]
+    cell = f"{statistics.fmean(bleu):.2f} ± {statistics.stdev(bleu):.2f} (p 0.001, seeds disagree)"
+    assert table_row(text, BETTER).split(" | ")[2] == cell
+    test = next(s for s in record["systems"] if s["name"] == BETTER.name)["significance"]["BLEU"]
+    assert test["significant"] is False and test["seeds_disagree"] is True
+    assert test["differences"]["1"] > 0 > test["differences"]["2"]
 
 
 def test_density_statistics_curves_and_commands(grid_dir):
