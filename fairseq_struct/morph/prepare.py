@@ -26,7 +26,7 @@ reads PREFIX.en / PREFIX.tr of each split and, streaming every split in chunks o
      prepare_report.json                what was dropped, unseen characters, long words,
                                         segmentation speed, share of split words, stage times,
                                         the decoding length limit fitted to the training pairs
-                                        (`length_limit`: what validation and evaluate.sh use)
+                                        (`decoding_length`: what validation and evaluate.sh use)
      morfessor.iu.segm                  Inuktitut only: the Morfessor model, reused when present
      segmentation_cache.sqlite          Turkish only: segmented lines, reused by the next run
 A run that was killed starts again without redoing finished work: every segmented and encoded
