@@ -127,18 +127,49 @@ def test_flex_math_with_a_dense_stand_in(kernels, masses, dtype):
         assert_agree(grad, expected, wide, dtype, f"gradient of {name}")
 
 
+# The split layout gives the kernel 3 T keys: T = 24 (72 keys) is a length torch's compiled CPU
+# kernel gets wrong at random (`cpu_flex_fault`), T = 32 (96 keys, the second sequence again
+# ending 9 before the end) one it gets right.
+SPLIT_LENGTHS = {24: [24, 15], 32: [32, 23]}
+
+
+@pytest.mark.parametrize("length", sorted(SPLIT_LENGTHS))
 @pytest.mark.parametrize("dtype", ["fp32", "bf16"])
-def test_compiled_flex_split_forward(kernels, dtype):
-    """The real compiled kernel, forward (all CPU inductor's flex kernel does in torch 2.13)."""
-    tensors, padding = inputs(kernels, dtype)
+def test_compiled_flex_split_forward(kernels, dtype, length):
+    """The real compiled kernel, forward (all CPU inductor's flex kernel does in torch 2.13). Where
+    that kernel is known to be wrong, flex_attend refuses to run it and the check is skipped with
+    the reason; it runs everywhere else (on CUDA at every length)."""
+    tensors, _ = kernels.make_inputs(
+        BATCH, HEADS, length, HEAD_DIM, CLIP, DEVICE, DTYPES[dtype], seed=0
+    )
+    padding = torch.arange(length) >= torch.tensor(SPLIT_LENGTHS[length]).unsqueeze(1)
     detached = [t.detach() for t in tensors]
+    padding = padding.to(DEVICE)
     torch._dynamo.reset()
     attention = flex_path(kernels, kernels.flex_attend(compile_mask=False), "split")
     with torch.no_grad():
-        out = attention(*detached, CLIP, padding)
+        try:
+            out = attention(*detached, CLIP, padding)
+        except kernels.KnownKernelFault as fault:
+            pytest.skip(str(fault))
         expected = kernels.shaw_attention_gather_scatter(*detached, CLIP, padding)
     wide = kernels.shaw_attention_gather_scatter(*[t.double() for t in detached], CLIP, padding)
     assert_agree(out, expected, wide, dtype, "output")
+
+
+@pytest.mark.parametrize("keys", [8, 24, 72, 120, 136, 200])
+def test_the_cpu_kernel_is_refused_where_torch_gets_it_wrong(kernels, keys):
+    """Key lengths 8 mod 16 (benchmarks/cpu_flex_attention_fault.py) are refused on a CPU before
+    anything compiles, naming the reproduction; on CUDA and eagerly they run."""
+    cpu = torch.device("cpu")
+    reason = kernels.cpu_flex_fault(keys, cpu)
+    assert reason and f"{keys} keys" in reason and "cpu_flex_attention_fault.py" in reason
+    assert kernels.cpu_flex_fault(keys, torch.device("cuda")) is None
+    assert kernels.cpu_flex_fault(keys + 8, cpu) is None  # a multiple of 16
+    q = torch.zeros(1, 1, 4, 16)
+    k = torch.zeros(1, 1, keys, 16)
+    with pytest.raises(kernels.KnownKernelFault, match=f"{keys} keys"):
+        kernels.flex_attend(compile_mask=False)(q, k, k, None, None, False)
 
 
 @pytest.mark.filterwarnings("ignore:flex_attention called without torch.compile")
