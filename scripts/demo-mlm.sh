@@ -51,10 +51,13 @@ for model in $MODELS; do
     *) echo "error: unknown model '$model' in DEMO_MLM_MODELS" >&2; exit 2 ;;
   esac
   step "3/4 pretraining $model ($MAX_UPDATE updates)"
+  # Validated and saved every 100 updates and at the end, not also at each epoch's end (a small
+  # corpus's epoch is a few dozen updates: BERT-ELMo's batches of 96 would validate every 16).
   fairseq-train "$data" "${common[@]}" "${arch[@]}" --save-dir "$WORK/checkpoints-$model" \
     --tensorboard-logdir "$WORK/checkpoints-$model/tensorboard" \
     --optimizer adam --adam-betas "(0.9, 0.98)" --lr 0.002 --lr-scheduler inverse_sqrt \
     --warmup-updates 50 --dropout 0.1 --batch-size "$batch" --max-update "$MAX_UPDATE" \
+    --validate-interval 1000000 --save-interval 1000000 \
     --validate-interval-updates 100 --save-interval-updates 100 --keep-interval-updates 1 \
     --no-epoch-checkpoints --log-interval 50 --num-workers 0
   step "4/4 masked-token accuracy of $model on the validation text"
