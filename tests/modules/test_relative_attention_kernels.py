@@ -142,9 +142,8 @@ def test_compiled_flex_split_forward(kernels, dtype, length):
     tensors, _ = kernels.make_inputs(
         BATCH, HEADS, length, HEAD_DIM, CLIP, DEVICE, DTYPES[dtype], seed=0
     )
-    padding = torch.arange(length) >= torch.tensor(SPLIT_LENGTHS[length]).unsqueeze(1)
+    padding = (torch.arange(length) >= torch.tensor(SPLIT_LENGTHS[length]).unsqueeze(1)).to(DEVICE)
     detached = [t.detach() for t in tensors]
-    padding = padding.to(DEVICE)
     torch._dynamo.reset()
     attention = flex_path(kernels, kernels.flex_attend(compile_mask=False), "split")
     with torch.no_grad():
@@ -160,7 +159,7 @@ def test_compiled_flex_split_forward(kernels, dtype, length):
 @pytest.mark.parametrize("keys", [8, 24, 72, 120, 136, 200])
 def test_the_cpu_kernel_is_refused_where_torch_gets_it_wrong(kernels, keys):
     """Key lengths 8 mod 16 (benchmarks/cpu_flex_attention_fault.py) are refused on a CPU before
-    anything compiles, naming the reproduction; on CUDA and eagerly they run."""
+    anything compiles, naming the reproduction; on CUDA they run."""
     cpu = torch.device("cpu")
     reason = kernels.cpu_flex_fault(keys, cpu)
     assert reason and f"{keys} keys" in reason and "cpu_flex_attention_fault.py" in reason
