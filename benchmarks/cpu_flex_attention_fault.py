@@ -2,9 +2,10 @@
 
 Plain attention, no block mask and no score_mod: q (1, 1, 24, 16), k and v (1, 1, KEYS, 16) in
 float32, one thread, `torch.compile(flex_attention, dynamic=False)` against
-`scaled_dot_product_attention`. On torch 2.13.0+cpu (AVX2, an AMD EPYC) every key count below 128
-that is 8 more than a multiple of 16 gives wrong query rows (off by up to 1.5, or NaN), which rows
-changing from process to process; the other counts agree to 3e-7.
+`scaled_dot_product_attention`. On torch 2.13.0+cpu (AVX2, an AMD EPYC) key counts 8 more than a
+multiple of 16 give wrong query rows (off by up to 1.5, or NaN), which rows changing from process
+to process: 8, 24, 40, 72, 120, 136 in every run, 200 and 264 in some; 16, 48, 65, 96, 112, 127
+agree to 3e-7.
 
     .venv/bin/python benchmarks/cpu_flex_attention_fault.py            # the default key counts
     .venv/bin/python benchmarks/cpu_flex_attention_fault.py --keys 72 96

@@ -41,11 +41,17 @@ def kernels() -> ModuleType:
     return module
 
 
-def inputs(kernels: ModuleType, dtype: str, device: torch.device = DEVICE) -> Tuple[List, Tensor]:
+def inputs(
+    kernels: ModuleType,
+    dtype: str,
+    device: torch.device = DEVICE,
+    length: int = LENGTH,
+    lengths: List[int] = LENGTHS,
+) -> Tuple[List, Tensor]:
     tensors, _ = kernels.make_inputs(
-        BATCH, HEADS, LENGTH, HEAD_DIM, CLIP, device, DTYPES[dtype], seed=0
+        BATCH, HEADS, length, HEAD_DIM, CLIP, device, DTYPES[dtype], seed=0
     )
-    padding = torch.arange(LENGTH).unsqueeze(0) >= torch.tensor(LENGTHS).unsqueeze(1)
+    padding = torch.arange(length).unsqueeze(0) >= torch.tensor(lengths).unsqueeze(1)
     return tensors, padding.to(device)
 
 
@@ -139,10 +145,7 @@ def test_compiled_flex_split_forward(kernels, dtype, length):
     """The real compiled kernel, forward (all CPU inductor's flex kernel does in torch 2.13). Where
     that kernel is known to be wrong, flex_attend refuses to run it and the check is skipped with
     the reason; it runs everywhere else (on CUDA at every length)."""
-    tensors, _ = kernels.make_inputs(
-        BATCH, HEADS, length, HEAD_DIM, CLIP, DEVICE, DTYPES[dtype], seed=0
-    )
-    padding = (torch.arange(length) >= torch.tensor(SPLIT_LENGTHS[length]).unsqueeze(1)).to(DEVICE)
+    tensors, padding = inputs(kernels, dtype, length=length, lengths=SPLIT_LENGTHS[length])
     detached = [t.detach() for t in tensors]
     torch._dynamo.reset()
     attention = flex_path(kernels, kernels.flex_attend(compile_mask=False), "split")
