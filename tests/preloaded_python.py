@@ -54,10 +54,13 @@ import json, logging, os, select, signal, socket, sys
 ROOT = logging.getLogger()
 BEFORE_FAIRSEQ = (list(ROOT.handlers), ROOT.level)
 
-# Listening before the imports: a caller that comes early waits in the backlog.
+# Listening before the imports: a caller that comes early waits in the backlog. The socket is
+# bound under another name and renamed once it listens, so that its path never names a socket
+# that refuses connections (a caller between bind and listen would get ECONNREFUSED).
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-listener.bind(sys.argv[1])
+listener.bind(sys.argv[1] + ".binding")
 listener.listen(128)
+os.rename(sys.argv[1] + ".binding", sys.argv[1])
 
 import torch  # noqa: F401
 import fairseq  # noqa: F401
@@ -259,13 +262,13 @@ class PreloadedPython:
 
     def start(self) -> None:
         if self.server is None or self.server.poll() is not None:
-            if self.socket.exists():
-                self.socket.unlink()
+            for stale in (self.socket, binding_path(self.socket)):
+                stale.unlink(missing_ok=True)
             self.server = subprocess.Popen(
                 [self.python, "-c", _SERVER, str(self.socket)], stdin=subprocess.PIPE, env=self.env
             )
             deadline = time.monotonic() + 60
-            while not self.socket.exists():  # bound before the server's imports
+            while not self.socket.exists():  # listening before the server's imports
                 if self.server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the preloaded Python server did not start ({self.socket})")
                 time.sleep(0.01)
@@ -352,3 +355,8 @@ def socket_path(directory: Path, env: Dict[str, str]) -> Path:
     """Where the server for the start-up settings of `env` listens, in `directory`."""
     settings = json.dumps(sorted(startup_settings(env).items())).encode("utf-8")
     return Path(directory) / f"{hashlib.sha1(settings).hexdigest()[:16]}.sock"
+
+
+def binding_path(socket: Path) -> Path:
+    """Where the server binds its socket before it listens and renames it to `socket`."""
+    return socket.with_name(socket.name + ".binding")

@@ -4,6 +4,7 @@ run the same way is left to a plain subprocess."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import preloaded_server, script_environment, venv_tool
+import preloaded_python
 from preloaded_python import PreloadedPython
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
@@ -42,6 +44,27 @@ def test_a_command_gives_what_a_new_process_gives(preloaded, tmp_path):
         assert (forked.returncode, forked.stdout) == (fresh.returncode, fresh.stdout)
         assert _program_lines(forked.stderr) == _program_lines(fresh.stderr)
     assert fresh.returncode != 0 and "missing.txt" in fresh.stderr
+
+
+def test_a_started_server_takes_connections_at_once(monkeypatch):
+    """`start` returns when the socket's path exists, and a caller connects at once: the path must
+    not name a socket that is bound but not yet listening (ECONNREFUSED). A server whose listen()
+    comes a second after its bind() shows the window that is otherwise a few microseconds wide."""
+    slow_listen = (
+        "import socket as _s, time as _t\n"
+        "_listen = _s.socket.listen\n"
+        "_s.socket.listen = lambda self, *a: (_t.sleep(1.0), _listen(self, *a))[1]\n"
+    )
+    monkeypatch.setattr(preloaded_python, "_SERVER", slow_listen + preloaded_python._SERVER)
+    with tempfile.TemporaryDirectory(prefix="preloaded-test-") as directory:
+        server = PreloadedPython(sys.executable, ENV, Path(directory))
+        try:
+            server.start()
+            connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            connection.connect(str(server.socket))  # ConnectionRefusedError before the fix
+            connection.close()
+        finally:
+            server.close()
 
 
 def test_fairseq_programs_are_forked_and_the_environment_is_the_commands(preloaded, tmp_path):
