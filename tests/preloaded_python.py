@@ -64,6 +64,11 @@ os.rename(sys.argv[1] + ".binding", sys.argv[1])
 
 import torch  # noqa: F401
 import fairseq  # noqa: F401
+# What torch imports lazily in nearly every command, about 1.5 s of CPU each would spend again:
+# symbolic_shapes and sympy's 470 modules at the first torch._check (any attention with a
+# padding mask), torch._dynamo at the first torch.optim.Optimizer (every fairseq-train).
+import torch.fx.experimental.symbolic_shapes  # noqa: F401
+import torch._dynamo  # noqa: F401
 
 BASE_PATH = sys.path[1:]  # sys.path[0] is '' (python -c): each command sets its own
 
