@@ -69,6 +69,9 @@ import fairseq  # noqa: F401
 # padding mask), torch._dynamo at the first torch.optim.Optimizer (every fairseq-train).
 import torch.fx.experimental.symbolic_shapes  # noqa: F401
 import torch._dynamo  # noqa: F401
+# The Moses tokenizer of the word preparations compiles its patterns on import (0.7-1.2 s).
+# (Not zemberek: its import adds a handler to the root logger, which every command would see.)
+import sacremoses  # noqa: F401
 
 BASE_PATH = sys.path[1:]  # sys.path[0] is '' (python -c): each command sets its own
 
