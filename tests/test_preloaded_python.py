@@ -11,9 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import preloaded_python
 import pytest
 from conftest import preloaded_server, script_environment, venv_tool
-import preloaded_python
 from preloaded_python import PreloadedPython
 
 ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")

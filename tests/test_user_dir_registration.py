@@ -2,14 +2,14 @@
 fairseq process (fairseq imports the user dir while it parses the command line)."""
 
 import subprocess
-import sys
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, python_stand_in
 
 PARSE_WITH_USER_DIR = """
 import sys
 from fairseq import options
+assert not {name.split(".")[0] for name in sys.modules} & {"fairseq_struct", "user_dir"}
 parser = options.get_training_parser()
 args = options.parse_args_and_arch(parser, [
     "data-bin/none", "--user-dir", sys.argv[1], "--task", "translation_morph",
@@ -23,9 +23,13 @@ print(args.task, args.arch, args.role_binding, args.attention_head_dim, args.max
 def test_user_dir_registers_models_tasks_and_arch_options(user_dir, tmp_path):
     # From another working directory only an absolute path can be found by fairseq.
     cwd = REPO_ROOT if not user_dir.startswith("/") else tmp_path
+    # A process of its own that has imported fairseq and not the plugin (python_stand_in: a
+    # child of the preloaded server, as a new interpreter would be after `from fairseq import`).
+    python, env = python_stand_in()
     result = subprocess.run(
-        [sys.executable, "-c", PARSE_WITH_USER_DIR, user_dir],
+        [python, "-c", PARSE_WITH_USER_DIR, user_dir],
         cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,

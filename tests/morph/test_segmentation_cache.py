@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, python_stand_in
 
 from fairseq_struct.morph.segmentation_cache import SegmentationCache
 
@@ -85,16 +85,15 @@ def test_prepare_takes_a_cache_for_turkish_only(tmp_path):
 def test_fingerprint_follows_the_hash_seed_that_zemberek_depends_on():
     """Some Zemberek analyses depend on the string hash seed: caches filled under another seed
     must not be reused, caches filled under the same seed must be."""
-    import os
-    import subprocess
-    import sys
 
     def fingerprint(seed: str) -> str:
         code = (
             "from fairseq_struct.morph.turkish import cache_fingerprint; print(cache_fingerprint())"
         )
-        env = dict(os.environ, PYTHONHASHSEED=seed)
-        result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+        # A process of its own, started with that hash seed (forked from a preloaded server
+        # started with it: conftest's python_stand_in).
+        python, env = python_stand_in({"PYTHONHASHSEED": seed})
+        result = subprocess.run([python, "-c", code], env=env, capture_output=True,
                                 text=True, check=True)  # fmt: skip
         return result.stdout.strip().splitlines()[-1]
 
