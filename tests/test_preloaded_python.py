@@ -64,6 +64,7 @@ def test_a_started_server_takes_connections_at_once(monkeypatch):
             connection.connect(str(server.socket))  # ConnectionRefusedError before the fix
             connection.close()
         finally:
+            server.server.kill()  # not worth its imports of torch and fairseq
             server.close()
 
 
