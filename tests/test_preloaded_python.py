@@ -3,6 +3,7 @@ exit status, standard output and error, working directory and environment; a com
 run the same way is left to a plain subprocess."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -238,3 +239,16 @@ def test_what_the_server_cannot_run_runs_as_the_real_program(tmp_path):
     stand_in, real = _both_ways(["python3", "-c", code], tmp_path, seeded)
     assert stand_in == real
     assert not preloaded_server(seeded).handles([sys.executable, "-m", "fairseq_struct.x"], env)
+
+
+def test_the_suite_imports_its_conftest_under_one_name():
+    """`from tests.conftest import ...` would load a second copy of conftest (pytest loads it as
+    `conftest`), with preloaded servers of its own that start again and are never closed."""
+    pattern = re.compile(r"^\s*(from|import)\s+tests\.conftest\b", re.MULTILINE)
+    tests = Path(__file__).resolve().parent
+    second_copies = [
+        str(path.relative_to(tests))
+        for path in sorted(tests.rglob("*.py"))
+        if pattern.search(path.read_text(encoding="utf-8"))
+    ]
+    assert second_copies == []

@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import run_script, run_tool, venv_tool
 from seqeval.metrics import f1_score
 from seqeval.scheme import IOB2
 
 from fairseq_struct.downstream.encoder_options import encoder_arguments, model_config
-from tests.conftest import run_script, run_tool, venv_tool
 
 PEOPLE = (
     "çocuk",

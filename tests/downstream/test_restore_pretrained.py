@@ -7,11 +7,11 @@ BERT-ELMo's MLM output must grow with the appended words, and every encoder weig
 
 import pytest
 import torch
+from conftest import USER_DIR
 from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 from fairseq_struct.downstream.prepare import main as prepare
-from tests.conftest import USER_DIR
 
 
 def _build(argv):
