@@ -112,11 +112,22 @@ def pytest_sessionfinish() -> None:
     shutil.rmtree(_PRELOADED_DIR, ignore_errors=True)
 
 
+# The preparations' setting (scripts/prepare-*.sh fix the hash seed, on which some of Zemberek's
+# analyses depend): every Turkish preparation builds Zemberek's morphology first (4-5 s of CPU,
+# once per process: load_morphology), so their server builds it once and its children inherit it.
+PREPARATION_HASH_SEED = "0"
+PREPARATION_PRELOAD = (
+    "from fairseq_struct.morph.zemberek.loading import load_morphology; load_morphology()"
+)
+
+
 def preloaded_server(env: Dict[str, str]) -> PreloadedPython:
     """The server for commands with the start-up settings of `env` (made here, started later)."""
     address = socket_path(_PRELOADED_DIR, env)  # named after the settings
     if address not in _preloaded:
-        _preloaded[address] = PreloadedPython(sys.executable, env, _PRELOADED_DIR)
+        preparations = env.get("PYTHONHASHSEED") == PREPARATION_HASH_SEED
+        preload = PREPARATION_PRELOAD if preparations else ""
+        _preloaded[address] = PreloadedPython(sys.executable, env, _PRELOADED_DIR, preload)
     return _preloaded[address]
 
 
@@ -153,7 +164,8 @@ def script_environment(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     tools = _PRELOADED_DIR / "tools"
     if not tools.exists():
         write_stand_ins(tools, sys.executable)
-    for settings in (env, dict(env, PYTHONHASHSEED=env.get("PYTHONHASHSEED", "0"))):
+    preparations = dict(env, PYTHONHASHSEED=env.get("PYTHONHASHSEED", PREPARATION_HASH_SEED))
+    for settings in (env, preparations):
         preloaded_server(settings).start()
     return dict(env, FAIRSEQ_STRUCT_TOOLS=str(tools), **{SERVERS_VARIABLE: str(_PRELOADED_DIR)})
 

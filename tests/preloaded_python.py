@@ -72,6 +72,8 @@ import torch._dynamo  # noqa: F401
 # The Moses tokenizer of the word preparations compiles its patterns on import (0.7-1.2 s).
 # (Not zemberek: its import adds a handler to the root logger, which every command would see.)
 import sacremoses  # noqa: F401
+# What the commands of this server's start-up settings all build first (PreloadedPython's preload).
+exec(sys.argv[2])
 
 BASE_PATH = sys.path[1:]  # sys.path[0] is '' (python -c): each command sets its own
 
@@ -239,11 +241,16 @@ while True:
 
 class PreloadedPython:
     """One server for the commands whose interpreter start-up settings are those of `env`,
-    listening at `socket_path(directory, env)`; started by `start` or at the first `run`."""
+    listening at `socket_path(directory, env)`; started by `start` or at the first `run`.
+    `preload`: Python code the server runs after its imports, before it forks any command (what
+    every command of those settings would compute first, and that no later command changes)."""
 
-    def __init__(self, python: str, env: Dict[str, str], directory: Path) -> None:
+    def __init__(
+        self, python: str, env: Dict[str, str], directory: Path, preload: str = ""
+    ) -> None:
         self.python = python
         self.env = env
+        self.preload = preload
         self.startup_settings = startup_settings(env)
         self.socket = socket_path(directory, env)
         self.bin = Path(python).parent
@@ -273,7 +280,9 @@ class PreloadedPython:
             for stale in (self.socket, binding_path(self.socket)):
                 stale.unlink(missing_ok=True)
             self.server = subprocess.Popen(
-                [self.python, "-c", _SERVER, str(self.socket)], stdin=subprocess.PIPE, env=self.env
+                [self.python, "-c", _SERVER, str(self.socket), self.preload],
+                stdin=subprocess.PIPE,
+                env=self.env,
             )
             deadline = time.monotonic() + 60
             while not self.socket.exists():  # listening before the server's imports

@@ -100,6 +100,7 @@ def test_a_missing_reference_names_the_file_and_line(tmp_path):
 
 def test_the_morphology_analyses_with_the_whole_lexicon():
     morphology = load_morphology()
+    assert load_morphology() is morphology  # built once per process
     analyses = morphology.analyze("kitaplarımızdan").analysis_results
     # (their order follows the string hash seed, as zemberek's sets do)
     assert "[kitap:Noun] kitap:Noun+lar:A3pl+ımız:P1pl+dan:Abl" in [

@@ -10,6 +10,7 @@ zemberek's scan finds it) with the lines indexed by id first.
 """
 
 import csv
+import functools
 import logging
 import warnings
 from pathlib import Path
@@ -76,8 +77,11 @@ def read_root_lexicon(path: Optional[Path] = None) -> Any:
     return RootLexicon(items)
 
 
+@functools.lru_cache(maxsize=1)
 def load_morphology() -> Any:
     """Zemberek's `TurkishMorphology` with its default lexicon, as `create_with_defaults` builds
-    it (about 2 s); it cannot be pickled: one per process."""
+    it: built once per process (4-5 s of CPU; it cannot be pickled) and shared by its callers,
+    which only read it (the segmenter's fast analysis works on a copy). Processes forked later
+    (the segmenters' helpers) inherit it."""
     zemberek = import_zemberek()
     return zemberek.TurkishMorphology.Builder(read_root_lexicon()).build()
