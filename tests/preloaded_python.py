@@ -58,9 +58,9 @@ BEFORE_FAIRSEQ = (list(ROOT.handlers), ROOT.level)
 # bound under another name and renamed once it listens, so that its path never names a socket
 # that refuses connections (a caller between bind and listen would get ECONNREFUSED).
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-listener.bind(sys.argv[1] + ".binding")
+listener.bind(sys.argv[2])  # binding_path(sys.argv[1])
 listener.listen(128)
-os.rename(sys.argv[1] + ".binding", sys.argv[1])
+os.rename(sys.argv[2], sys.argv[1])
 
 import torch  # noqa: F401
 import fairseq  # noqa: F401
@@ -73,7 +73,7 @@ import torch._dynamo  # noqa: F401
 # (Not zemberek: its import adds a handler to the root logger, which every command would see.)
 import sacremoses  # noqa: F401
 # What the commands of this server's start-up settings all build first (PreloadedPython's preload).
-exec(sys.argv[2])
+exec(sys.argv[3])
 
 BASE_PATH = sys.path[1:]  # sys.path[0] is '' (python -c): each command sets its own
 
@@ -277,10 +277,11 @@ class PreloadedPython:
 
     def start(self) -> None:
         if self.server is None or self.server.poll() is not None:
-            for stale in (self.socket, binding_path(self.socket)):
+            binding = binding_path(self.socket)
+            for stale in (self.socket, binding):
                 stale.unlink(missing_ok=True)
             self.server = subprocess.Popen(
-                [self.python, "-c", _SERVER, str(self.socket), self.preload],
+                [self.python, "-c", _SERVER, str(self.socket), str(binding), self.preload],
                 stdin=subprocess.PIPE,
                 env=self.env,
             )
