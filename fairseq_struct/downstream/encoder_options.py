@@ -38,6 +38,7 @@ ENCODER_OPTIONS = (
     "whole_word_attention",
     "wwa_window",
     "char_embed_dim",
+    "char_filters",
     "max_word_chars",
     "output_vocab_size",
 )

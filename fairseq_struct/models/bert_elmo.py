@@ -12,7 +12,7 @@ seen, gets an embedding from its characters: `embed_words(["wug"])`.
         --tokens-are-words --criterion masked_lm_struct --arch bert_elmo_base ...
 """
 
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence, Tuple
 
 import torch
 from fairseq.models import register_model, register_model_architecture
@@ -26,7 +26,14 @@ from fairseq_struct.models.struct_roberta import (
     struct_encoder_defaults,
     tiny_encoder_dimensions,
 )
-from fairseq_struct.modules.character_cnn import HIGHWAY_GATE_BIAS, CharacterCNNWordEmbedder
+from fairseq_struct.modules.character_cnn import (
+    CHARACTER_FILTERS,
+    HIGHWAY_GATE_BIAS,
+    TINY_CHARACTER_FILTERS,
+    CharacterCNNWordEmbedder,
+    format_filter_bank,
+    parse_filter_bank,
+)
 from fairseq_struct.modules.character_vocabulary import PAD, CharacterVocabulary
 
 
@@ -42,21 +49,42 @@ def trim_padding(characters: Tensor, max_filter_width: int) -> Tensor:
     return characters[:, : min(characters.size(1), longest + max_filter_width)]
 
 
+def saved_filter_bank(state_dict: Dict[str, Tensor], prefix: str) -> Tuple[Tuple[int, int], ...]:
+    """(width, filters) of the character CNN's convolutions in a state dict (Conv1d weights are
+    (filters, char_embed_dim, width)); empty when it holds none under `prefix`."""
+    bank = []
+    while (weight := state_dict.get(f"{prefix}convolutions.{len(bank)}.weight")) is not None:
+        bank.append((weight.size(2), weight.size(0)))
+    return tuple(bank)
+
+
 class DictionaryCharacterEmbedding(nn.Module):
     """Drop-in for the token embedding table: word id -> the char CNN of the word's spelling.
 
     The character set is kept in the checkpoint (`character_code_points`), so the model keeps
-    its character ids when it is later loaded with another dictionary (fine-tuning data).
+    its character ids when it is later loaded with another dictionary (fine-tuning data), and
+    so is the filter bank (the convolutions' shapes): a checkpoint loads with its own CNN
+    whatever `--char-filters` the loading command gives (e.g. one saved before bert_elmo_tiny
+    had a bank of its own).
     """
 
-    def __init__(self, dictionary: Any, embed_dim: int, char_embed_dim: int, max_chars: int):
+    def __init__(
+        self,
+        dictionary: Any,
+        embed_dim: int,
+        char_embed_dim: int,
+        max_chars: int,
+        filters: Sequence[Tuple[int, int]] = CHARACTER_FILTERS,
+    ):
         super().__init__()
         self.symbols: List[str] = list(dictionary.symbols)
         self.embedding_dim = embed_dim
         self.padding_idx = dictionary.pad()
         self.max_chars = max_chars
         vocabulary = CharacterVocabulary.from_dictionary(dictionary)
-        self.embedder = CharacterCNNWordEmbedder(len(vocabulary), embed_dim, char_embed_dim)
+        self.embedder = CharacterCNNWordEmbedder(
+            len(vocabulary), embed_dim, char_embed_dim, filters=filters
+        )
         self.register_buffer("character_code_points", vocabulary.as_tensor())
         self._set_vocabulary(vocabulary)
 
@@ -70,17 +98,24 @@ class DictionaryCharacterEmbedding(nn.Module):
         )
 
     def _load_from_state_dict(self, state_dict: Dict[str, Tensor], prefix: str, *args: Any):
+        device = self.character_code_points.device
         saved = state_dict.get(prefix + "character_code_points")
-        if saved is not None and not torch.equal(saved, self.character_code_points):
-            device = self.character_code_points.device
+        new_characters = saved is not None and not torch.equal(saved, self.character_code_points)
+        if new_characters:
             self.character_code_points = saved.clone().to(device)
             self._set_vocabulary(CharacterVocabulary.from_tensor(saved))
             self.word_characters = self.word_characters.to(device)
-            # Sized for the saved characters before the children load their weights.
-            old = self.embedder.char_embed
-            self.embedder.char_embed = nn.Embedding(
-                len(self.vocabulary), old.embedding_dim, padding_idx=old.padding_idx
-            ).to(device)
+        filters = saved_filter_bank(state_dict, prefix + "embedder.") or self.embedder.filters
+        if new_characters or filters != self.embedder.filters:
+            # Sized for the saved characters and filters before the children load their weights.
+            old = self.embedder
+            self.embedder = CharacterCNNWordEmbedder(
+                len(self.vocabulary),
+                self.embedding_dim,
+                old.char_embed.embedding_dim,
+                filters=filters,
+                num_highway=len(old.highways),
+            ).to(device=device, dtype=old.projection.weight.dtype)
         super()._load_from_state_dict(state_dict, prefix, *args)
 
     def forward(self, tokens: Tensor) -> Tensor:
@@ -125,7 +160,11 @@ class DictionaryCharacterEmbedding(nn.Module):
 class BertElmoEncoder(StructRobertaEncoder):
     def build_embedding(self, vocab_size: int, embedding_dim: int, padding_idx: int) -> nn.Module:
         return DictionaryCharacterEmbedding(
-            self.dictionary, embedding_dim, self.args.char_embed_dim, self.args.max_word_chars
+            self.dictionary,
+            embedding_dim,
+            self.args.char_embed_dim,
+            self.args.max_word_chars,
+            parse_filter_bank(self.args.char_filters),
         )
 
     def build_lm_head(self, embed_dim: int, output_dim: int, activation_fn: str, weight: Any):
@@ -157,6 +196,13 @@ class BertElmoModel(StructRobertaModel):
     def add_args(parser: Any) -> None:
         StructRobertaModel.add_args(parser)
         parser.add_argument("--char-embed-dim", type=int, help="character embedding size")
+        parser.add_argument(
+            "--char-filters",
+            type=str,
+            help="the character CNN's convolutions as WIDTH:FILTERS,... (SPEC 4.3, "
+            f"bert_elmo_base: {format_filter_bank(CHARACTER_FILTERS)}; bert_elmo_tiny: an "
+            f"eighth of them, {format_filter_bank(TINY_CHARACTER_FILTERS)})",
+        )
         parser.add_argument(
             "--max-word-chars",
             type=int,
@@ -202,6 +248,7 @@ class BertElmoModel(StructRobertaModel):
 @register_model_architecture("bert_elmo", "bert_elmo")
 def bert_elmo_architecture(args: Any) -> None:
     args.char_embed_dim = safe_getattr(args, "char_embed_dim", 16)
+    args.char_filters = safe_getattr(args, "char_filters", format_filter_bank(CHARACTER_FILTERS))
     args.max_word_chars = safe_getattr(args, "max_word_chars", 50)
     args.output_vocab_size = safe_getattr(args, "output_vocab_size", 0)
     args.untie_weights_roberta = True
@@ -218,4 +265,6 @@ def bert_elmo_base_architecture(args: Any) -> None:
 @register_model_architecture("bert_elmo", "bert_elmo_tiny")
 def bert_elmo_tiny_architecture(args: Any) -> None:
     tiny_encoder_dimensions(args)
+    tiny_filters = format_filter_bank(TINY_CHARACTER_FILTERS)
+    args.char_filters = safe_getattr(args, "char_filters", tiny_filters)
     bert_elmo_architecture(args)

@@ -1,10 +1,15 @@
 """BERT-ELMo (SPEC 4.3): words embedded from their characters, also words never seen."""
 
+import pytest
 import torch
 from fairseq.data import Dictionary
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.modules.character_cnn import HIGHWAY_GATE_BIAS
+from fairseq_struct.modules.character_cnn import (
+    CHARACTER_FILTERS,
+    HIGHWAY_GATE_BIAS,
+    format_filter_bank,
+)
 from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 WORDS = ["evler", "evlerde", "kitap", "kitabı", "gördüm", "."]
@@ -74,6 +79,41 @@ def test_checkpoint_keeps_its_characters_with_another_dictionary():
         tokens = torch.tensor([other.index("kitap"), other.index("wug")])
         actual = model.encoder.sentence_encoder.embed_tokens(tokens)
     torch.testing.assert_close(actual, expected)
+
+
+def _filters(model) -> tuple:
+    return model.encoder.sentence_encoder.embed_tokens.embedder.filters
+
+
+def test_the_tiny_arch_has_an_eighth_of_the_papers_filters_and_the_option_sets_any_bank():
+    assert CHARACTER_FILTERS == ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 32))
+    tiny = _model(_dictionary())
+    assert _filters(tiny) == ((1, 4), (2, 4), (3, 8), (4, 16), (5, 32), (6, 64), (7, 4))
+    assert tiny.encoder.sentence_encoder.embed_tokens.embedder.projection.in_features == 132
+    assert _filters(build_model_from_arch("bert_elmo_base", _dictionary())) == CHARACTER_FILTERS
+    model = _model(_dictionary(), char_filters="2:6, 5:10")
+    assert _filters(model) == ((2, 6), (5, 10))
+    with pytest.raises(ValueError, match=r"--char-filters '2:6,5': '5' is not WIDTH:FILTERS"):
+        _model(_dictionary(), char_filters="2:6,5")
+
+
+def test_a_checkpoint_loads_with_its_own_filter_bank():
+    """A checkpoint of the paper's bank (e.g. saved by bert_elmo_tiny before it had a bank of
+    its own) into the model a tiny command line builds: the saved CNN, the same embeddings, in
+    the model's dtype; and with a character set of its own as well."""
+    dictionary = _dictionary()
+    saved = _model(dictionary, char_filters=format_filter_bank(CHARACTER_FILTERS))
+    for other in (dictionary, _dictionary(["kitap", "wug", "evler", "."])):
+        model = _model(other).to(torch.bfloat16)
+        state = {k: v for k, v in saved.state_dict().items() if not k.startswith("encoder.lm")}
+        model.load_state_dict(state, strict=False)  # the LM output is over another vocabulary
+        assert _filters(model) == CHARACTER_FILTERS
+        embedding = model.encoder.sentence_encoder.embed_tokens
+        assert embedding.embedder.projection.weight.dtype == torch.bfloat16
+        with torch.no_grad():
+            expected = saved.encoder.embed_words(["kitap", "evler"])
+            actual = embedding(torch.tensor([other.index("kitap"), other.index("evler")]))
+        torch.testing.assert_close(actual.float(), expected, rtol=2e-2, atol=2e-2)
 
 
 def test_trimmed_padding_gives_the_same_embeddings_and_gradients():

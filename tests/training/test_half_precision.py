@@ -50,12 +50,17 @@ def _train(args: list, tmp_path: Path) -> list:
 def test_translation_models_train_in_half_precision(
     arch, precision, tiny_translation_data, tmp_path
 ):
+    """Learning, not noise: the last 3 losses at least 1 nat a token below the first 3. The
+    copy task's 12 updates lower them by 2.8 (tp_transformer bf16: 8.18 -> 5.33), while with
+    `--lr 0` the same batches give 8.18 and 8.22 (the last loss alone was below the first at
+    update 11 there: 7.49 against 8.12)."""
     args = tiny_train_args(tiny_translation_data, tmp_path / "ckpt", max_update=12)
     args[args.index("tp_transformer_tiny")] = arch
     args[args.index("adafactor")] = "adam"
     losses = _train(args + HALF_OPTIONS[precision], tmp_path)
     assert all(loss == loss and loss < 100 for loss in losses), losses  # finite
-    assert losses[-1] < losses[0], losses
+    assert len(losses) == 12, losses
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 1.0, losses
 
 
 @pytest.mark.parametrize(
