@@ -9,8 +9,9 @@ The table is checked against fairseq-validate's own records, and the baseline ag
 definition: roberta and bert2d read the same pieces with the same masks, so the same targets.
 The baseline is a weak bar: BERT-ELMo (1,056 filters) with every word embedding zeroed
 (positions only) still reached 24.1% here against 19.35%, next to 25.2% with its words, so
-this shows that pretraining runs and learns, not what the character CNN adds. The run is the session's shared masked-LM demo
-(conftest's `demo_mlm_run`), whose checkpoints the probe tests read too."""
+this shows that pretraining runs and learns, not what the character CNN adds. The run is the
+session's shared masked-LM demo (conftest's `demo_mlm_run`), whose checkpoints the probe tests
+read too."""
 
 import json
 import re
