@@ -1,0 +1,147 @@
+"""fairseq's Adafactor with a number of operations that does not grow with the parameters.
+
+fairseq's `Adafactor.step` updates its parameters one tensor at a time: about 25 operations per
+tensor (7,700 for the 313 tensors of tp_transformer_base), each a kernel launch on a GPU and a
+dispatch on a CPU, where the tensors are small enough for the dispatches to cost more than the
+arithmetic (58 of the 175 ms of a tp_transformer_tiny update of 512 tokens). It is the paper's
+translation optimizer (`scripts/train-en-tr.sh`). Here the same step runs on groups: the
+factored tensors (matrices) stacked by shape, so that their row and column statistics are one
+batched reduction, and the others through torch's multi-tensor `_foreach_*` operations.
+
+The arithmetic is fairseq's, operation for operation (only the order of the float sums inside a
+reduction may differ); the optimizer state keeps fairseq's layout (per parameter: `step`,
+`exp_avg_sq_row` / `exp_avg_sq_col` or `exp_avg_sq`, `exp_avg` with `--beta1`, `RMS`), so
+checkpoints move between the two in both directions. Learning rates that depend on the
+parameter (`--scale-parameter`, `--relative-step`, `--warmup-init`) and half-precision
+parameters (`--memory-efficient-fp16`; `--fp16` / `--bf16` keep fp32 master weights and take
+this path) run fairseq's own step.
+"""
+
+import math
+from collections import defaultdict
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import torch
+from fairseq.optim.adafactor import Adafactor
+from torch import Tensor
+
+stock_step = Adafactor.step
+
+
+def runs_grouped(optimizer: Adafactor) -> bool:
+    """The grouped step applies: an external learning rate and fp32 dense gradients."""
+    for group in optimizer.param_groups:
+        if group["scale_parameter"] or group["relative_step"] or group["warmup_init"]:
+            return False
+        for p in group["params"]:
+            if p.grad is not None and (
+                p.dtype != torch.float32 or p.grad.dtype != torch.float32 or p.grad.is_sparse
+            ):
+                return False
+    return True
+
+
+def _initial_state(p: Tensor, factored: bool, use_first_moment: bool) -> Dict[str, Any]:
+    """fairseq's state of a parameter before its first step."""
+    state: Dict[str, Any] = {"step": 0}
+    if use_first_moment:
+        state["exp_avg"] = torch.zeros_like(p)
+    if factored:
+        state["exp_avg_sq_row"] = p.new_zeros(p.shape[:-1])
+        state["exp_avg_sq_col"] = p.new_zeros(p.shape[:-2] + p.shape[-1:])
+    else:
+        state["exp_avg_sq"] = torch.zeros_like(p)
+    state["RMS"] = 0
+    return state
+
+
+def _rms(tensors: List[Tensor]) -> Tensor:
+    """fairseq's `norm(2) / numel ** 0.5` of each tensor, as one vector (the square roots in
+    float64 and rounded once, as Python's are)."""
+    numels = torch.tensor([t.numel() for t in tensors], dtype=torch.float64)
+    roots = numels.sqrt().to(device=tensors[0].device, dtype=torch.float32)
+    return torch.stack(torch._foreach_norm(tensors)).div_(roots)
+
+
+def _clip_and_scale(updates: List[Tensor], group: Dict[str, Any]) -> None:
+    """update /= max(1, rms(update) / clip_threshold); update *= lr (in place)."""
+    divisors = _rms(updates).div_(group["clip_threshold"]).clamp_(min=1.0)
+    torch._foreach_div_(updates, list(divisors.unbind(0)))
+    torch._foreach_mul_(updates, group["lr"])
+
+
+def _factored_updates(
+    grads: List[Tensor], states: List[Dict[str, Any]], beta2t: float, eps: float
+) -> List[Tensor]:
+    """Adafactor's factored second-moment update of same-shape matrices, stacked."""
+    grad = torch.stack(grads)
+    squared = grad.square().add_(eps)
+    rows = torch.stack([s["exp_avg_sq_row"] for s in states])
+    cols = torch.stack([s["exp_avg_sq_col"] for s in states])
+    rows.mul_(beta2t).add_(squared.mean(dim=-1), alpha=1.0 - beta2t)
+    cols.mul_(beta2t).add_(squared.mean(dim=-2), alpha=1.0 - beta2t)
+    torch._foreach_copy_([s["exp_avg_sq_row"] for s in states], list(rows.unbind(0)))
+    torch._foreach_copy_([s["exp_avg_sq_col"] for s in states], list(cols.unbind(0)))
+    row_factor = (rows / rows.mean(dim=-1, keepdim=True)).rsqrt_().unsqueeze(-1)
+    update = torch.mul(row_factor, cols.unsqueeze(-2).rsqrt()).mul_(grad)
+    return list(update.unbind(0))
+
+
+def _unfactored_updates(
+    grads: List[Tensor], states: List[Dict[str, Any]], beta2t: float, eps: float
+) -> List[Tensor]:
+    """Adafactor's full second-moment update (vectors), multi-tensor."""
+    squared = torch._foreach_mul(grads, grads)
+    torch._foreach_add_(squared, eps)
+    exp_avg_sq = [s["exp_avg_sq"] for s in states]
+    torch._foreach_mul_(exp_avg_sq, beta2t)
+    torch._foreach_add_(exp_avg_sq, squared, alpha=1.0 - beta2t)
+    updates = torch._foreach_rsqrt(exp_avg_sq)
+    torch._foreach_mul_(updates, grads)
+    return updates
+
+
+def _step_together(
+    params: List[Tensor], states: List[Dict[str, Any]], group: Dict[str, Any], factored: bool
+) -> None:
+    """One step of parameters that share a step count (and, when factored, a shape)."""
+    grads = [p.grad for p in params]
+    for state in states:
+        state["step"] += 1
+    for state, value in zip(states, _rms(params).unbind(0)):
+        state["RMS"] = value
+    beta2t = 1.0 - math.pow(states[0]["step"], group["decay_rate"])
+    make_updates = _factored_updates if factored else _unfactored_updates
+    updates = make_updates(grads, states, beta2t, group["eps"][0])
+    _clip_and_scale(updates, group)
+    if group["beta1"] is not None:
+        exp_avg = [s["exp_avg"] for s in states]
+        torch._foreach_mul_(exp_avg, group["beta1"])
+        torch._foreach_add_(exp_avg, updates, alpha=1 - group["beta1"])
+        updates = exp_avg
+    if group["weight_decay"] != 0:
+        torch._foreach_add_(params, params, alpha=-group["weight_decay"] * group["lr"])
+    torch._foreach_sub_(params, updates)
+
+
+def grouped_step(self: Adafactor, closure: Optional[Callable[[], Any]] = None) -> Any:
+    if not runs_grouped(self):
+        return stock_step(self, closure)
+    loss = closure() if closure is not None else None
+    with torch.no_grad():
+        for group in self.param_groups:
+            together: Dict[Tuple[Any, ...], List[Tensor]] = defaultdict(list)
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                factored, use_first_moment = self._get_options(group, p.shape)
+                if len(self.state[p]) == 0:
+                    self.state[p].update(_initial_state(p, factored, use_first_moment))
+                shape = tuple(p.shape) if factored else None
+                together[(factored, shape, self.state[p]["step"], p.device)].append(p)
+            for (factored, *_), params in together.items():
+                _step_together(params, [self.state[p] for p in params], group, factored)
+    return loss
+
+
+Adafactor.step = grouped_step
