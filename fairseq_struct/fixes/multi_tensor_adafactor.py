@@ -55,18 +55,19 @@ def _initial_state(p: Tensor, factored: bool, use_first_moment: bool) -> Dict[st
     return state
 
 
-def _rms(tensors: List[Tensor]) -> Tensor:
-    """fairseq's `norm(2) / numel ** 0.5` of each tensor, as one vector (the square roots in
-    float64 and rounded once, as Python's are)."""
-    numels = torch.tensor([t.numel() for t in tensors], dtype=torch.float64)
-    roots = numels.sqrt().to(device=tensors[0].device, dtype=torch.float32)
-    return torch.stack(torch._foreach_norm(tensors)).div_(roots)
+def _rms(tensors: List[Tensor]) -> List[Tensor]:
+    """fairseq's `norm(2) / numel ** 0.5` of each tensor (the divisors passed as numbers: a
+    tensor of them made here would be a host-to-device copy on a GPU)."""
+    norms = torch._foreach_norm(tensors)
+    torch._foreach_div_(norms, [t.numel() ** 0.5 for t in tensors])
+    return list(norms)
 
 
 def _clip_and_scale(updates: List[Tensor], group: Dict[str, Any]) -> None:
     """update /= max(1, rms(update) / clip_threshold); update *= lr (in place)."""
-    divisors = _rms(updates).div_(group["clip_threshold"]).clamp_(min=1.0)
-    torch._foreach_div_(updates, list(divisors.unbind(0)))
+    divisors = torch._foreach_div(_rms(updates), group["clip_threshold"])
+    torch._foreach_clamp_min_(divisors, 1.0)
+    torch._foreach_div_(updates, divisors)
     torch._foreach_mul_(updates, group["lr"])
 
 
@@ -108,7 +109,7 @@ def _step_together(
     grads = [p.grad for p in params]
     for state in states:
         state["step"] += 1
-    for state, value in zip(states, _rms(params).unbind(0)):
+    for state, value in zip(states, _rms(params)):
         state["RMS"] = value
     beta2t = 1.0 - math.pow(states[0]["step"], group["decay_rate"])
     make_updates = _factored_updates if factored else _unfactored_updates
