@@ -558,8 +558,11 @@ def pretrained_bert2d(pieces_bpe, tmp_path_factory) -> Path:
 DEMO_TRAIN_PAIRS = 1500
 DEMO_MAX_UPDATE = 600
 DEMO_MAX_TOKENS = 512
-DEMO_MLM_SENTENCES = 1500  # the full masked-LM demo: 20,000 sentences, 800 updates
-DEMO_MLM_MAX_UPDATE = 300
+# The full masked-LM demo: 20,000 sentences, 800 updates. This: 1,500 sentences and 200 updates,
+# after which each encoder is 4.8 to 12.3 points above its baseline (the test asks for 2):
+# roberta 13.14 % (baseline 6.30), bert2d 18.60 % (6.30), bert_elmo 24.11 % (19.35).
+DEMO_MLM_SENTENCES = 1500
+DEMO_MLM_MAX_UPDATE = 200
 
 
 def _run_demo(script: str, out: Path, environment: Dict[str, str]) -> None:
