@@ -8,6 +8,7 @@
 # Environment overrides:
 #   DEMO_MLM_WORK (demo-mlm-work)  DEMO_MLM_MAX_UPDATE (800)  DEMO_MLM_SENTENCES (20000)
 #   DEMO_MLM_MODELS ("roberta bert2d bert_elmo")  DEMO_THREADS (2)
+#   DEMO_MLM_CHAR_FILTERS (BERT-ELMo's --char-filters; default the paper's 1,056 filters)
 set -euo pipefail
 source "$(dirname "$0")/lib/demo-common.sh" "$@"
 WORK="${DEMO_MLM_WORK:-demo-mlm-work}"
@@ -47,7 +48,8 @@ for model in $MODELS; do
     bert2d) data="$WORK/bin-pieces"; arch=(--arch bert2d_tiny --max-positions 64) ;;
     # A sentence is ~2.2x fewer words than pieces: more sentences give as many masked targets.
     bert_elmo) data="$WORK/bin-words"; batch=96
-               arch=(--arch bert_elmo_tiny --max-positions 64 --tokens-are-words) ;;
+               arch=(--arch bert_elmo_tiny --max-positions 64 --tokens-are-words
+                     ${DEMO_MLM_CHAR_FILTERS:+--char-filters "$DEMO_MLM_CHAR_FILTERS"}) ;;
     *) echo "error: unknown model '$model' in DEMO_MLM_MODELS" >&2; exit 2 ;;
   esac
   step "3/4 pretraining $model ($MAX_UPDATE updates)"

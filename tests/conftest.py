@@ -559,10 +559,20 @@ DEMO_TRAIN_PAIRS = 1500
 DEMO_MAX_UPDATE = 600
 DEMO_MAX_TOKENS = 512
 # The full masked-LM demo: 20,000 sentences, 800 updates. This: 1,500 sentences and 200 updates,
-# after which each encoder is 4.8 to 12.3 points above its baseline (the test asks for 2):
-# roberta 13.14 % (baseline 6.30), bert2d 18.60 % (6.30), bert_elmo 24.11 % (19.35).
+# BERT-ELMo with SMALL_CHARACTER_CNN, after which each encoder is 4.8 to 12.3 points above its
+# baseline (the test asks for 2): roberta 13.14 % (baseline 6.30), bert2d 18.60 % (6.30),
+# bert_elmo 24.11 % (19.35; with the paper's filters 18.01 %: it predicts the full stop only
+# until ~240 updates).
 DEMO_MLM_SENTENCES = 1500
 DEMO_MLM_MAX_UPDATE = 200
+
+# BERT-ELMo's character CNN with an eighth of the paper's filters (132 of 1,056), for the tests
+# that train BERT-ELMo to check what the CNN's size does not change (the demo's stages, half
+# precision, fine-tuning, export): the paper's bank is 87 % of bert_elmo_tiny's weights and most
+# of its CPU update, and learns slower at first. bert_elmo_tiny's own bank is the paper's, which
+# tests/models and tests/modules check.
+SMALL_CHARACTER_FILTERS = "1:4,2:4,3:8,4:16,5:32,6:64,7:4"
+SMALL_CHARACTER_CNN = ("--char-filters", SMALL_CHARACTER_FILTERS)
 
 
 def _run_demo(script: str, out: Path, environment: Dict[str, str]) -> None:
@@ -600,6 +610,7 @@ def demo_mlm_run(tmp_path_factory) -> Path:
             "DEMO_MLM_WORK": str(out / "work"),
             "DEMO_MLM_SENTENCES": str(DEMO_MLM_SENTENCES),
             "DEMO_MLM_MAX_UPDATE": str(DEMO_MLM_MAX_UPDATE),
+            "DEMO_MLM_CHAR_FILTERS": SMALL_CHARACTER_FILTERS,
         }
         _run_demo("demo-mlm.sh", out, environment)
 

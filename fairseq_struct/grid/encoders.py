@@ -34,7 +34,6 @@ from fairseq_struct.commands import environment_tool
 from fairseq_struct.grid.command_line import add_assignment_option, positive_int, run_grid
 from fairseq_struct.grid.steps import GridError, Step
 from fairseq_struct.grid.translation import scripts_dir
-from fairseq_struct.modules.character_cnn import CHARACTER_FILTERS, format_filter_bank
 
 TASKS = ("ner", "pos", "sentiment", "qa")
 INITS = ("pretrained", "scratch")
@@ -60,7 +59,6 @@ _ROBERTA_TINY = (
     "--arch", "roberta", "--encoder-layers", "2", "--encoder-embed-dim", "128",
     "--encoder-ffn-embed-dim", "512", "--encoder-attention-heads", "4",
 )  # fmt: skip
-_SPEC_FILTERS = format_filter_bank(CHARACTER_FILTERS)
 _BERT2D = {"cpu": ("--arch", "bert2d_tiny"), "paper": ("--arch", "bert2d_base")}
 ENCODERS: Dict[str, Encoder] = {
     "roberta": Encoder(
@@ -72,15 +70,7 @@ ENCODERS: Dict[str, Encoder] = {
     "bert_elmo": Encoder(
         "words",
         {
-            # The paper's character CNN (SPEC 4.3) also at the tiny size, whose own bank is
-            # an eighth of it: the README's encoder tables were measured with it.
-            "cpu": (
-                "--arch",
-                "bert_elmo_tiny",
-                "--tokens-are-words",
-                "--char-filters",
-                _SPEC_FILTERS,
-            ),
+            "cpu": ("--arch", "bert_elmo_tiny", "--tokens-are-words"),
             "paper": ("--arch", "bert_elmo_base", "--tokens-are-words"),
         },
         about="BERT-ELMo: character-CNN word embeddings (seed 001)",

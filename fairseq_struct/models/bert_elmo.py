@@ -29,7 +29,6 @@ from fairseq_struct.models.struct_roberta import (
 from fairseq_struct.modules.character_cnn import (
     CHARACTER_FILTERS,
     HIGHWAY_GATE_BIAS,
-    TINY_CHARACTER_FILTERS,
     CharacterCNNWordEmbedder,
     format_filter_bank,
     parse_filter_bank,
@@ -64,8 +63,7 @@ class DictionaryCharacterEmbedding(nn.Module):
     The character set is kept in the checkpoint (`character_code_points`), so the model keeps
     its character ids when it is later loaded with another dictionary (fine-tuning data), and
     so is the filter bank (the convolutions' shapes): a checkpoint loads with its own CNN
-    whatever `--char-filters` the loading command gives (e.g. one saved before bert_elmo_tiny
-    had a bank of its own).
+    whatever `--char-filters` the loading command gives.
     """
 
     def __init__(
@@ -199,9 +197,8 @@ class BertElmoModel(StructRobertaModel):
         parser.add_argument(
             "--char-filters",
             type=str,
-            help="the character CNN's convolutions as WIDTH:FILTERS,... (SPEC 4.3, "
-            f"bert_elmo_base: {format_filter_bank(CHARACTER_FILTERS)}; bert_elmo_tiny: an "
-            f"eighth of them, {format_filter_bank(TINY_CHARACTER_FILTERS)})",
+            help="the character CNN's convolutions as WIDTH:FILTERS,... (default: SPEC 4.3's "
+            f"{format_filter_bank(CHARACTER_FILTERS)})",
         )
         parser.add_argument(
             "--max-word-chars",
@@ -265,6 +262,4 @@ def bert_elmo_base_architecture(args: Any) -> None:
 @register_model_architecture("bert_elmo", "bert_elmo_tiny")
 def bert_elmo_tiny_architecture(args: Any) -> None:
     tiny_encoder_dimensions(args)
-    tiny_filters = format_filter_bank(TINY_CHARACTER_FILTERS)
-    args.char_filters = safe_getattr(args, "char_filters", tiny_filters)
     bert_elmo_architecture(args)

@@ -23,15 +23,6 @@ CHARACTER_FILTERS: Tuple[Tuple[int, int], ...] = (
 )
 NUM_CHARACTER_FILTERS = sum(filters for _, filters in CHARACTER_FILTERS)
 
-# The tiny archs' bank: the same seven widths in the same proportions, an eighth of the filters
-# (132), as their width is a sixth of base's (128 against 768). The full bank is 87 % of a tiny
-# BERT-ELMo's weights and most of its update time, and on the masked-LM demo it learnt slower
-# (24.7 % masked-word accuracy after 300 updates against 25.0 %, still at the baseline's 19.4 %
-# after 100 updates against 24.3 %).
-TINY_CHARACTER_FILTERS: Tuple[Tuple[int, int], ...] = tuple(
-    (width, filters // 8) for width, filters in CHARACTER_FILTERS
-)
-
 
 def format_filter_bank(filters: Sequence[Tuple[int, int]]) -> str:
     """The `--char-filters` form of a bank: "1:32,2:32,3:64,..." (width:filters, ...)."""

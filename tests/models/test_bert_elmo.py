@@ -5,11 +5,7 @@ import torch
 from fairseq.data import Dictionary
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.modules.character_cnn import (
-    CHARACTER_FILTERS,
-    HIGHWAY_GATE_BIAS,
-    format_filter_bank,
-)
+from fairseq_struct.modules.character_cnn import CHARACTER_FILTERS, HIGHWAY_GATE_BIAS
 from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 WORDS = ["evler", "evlerde", "kitap", "kitabı", "gördüm", "."]
@@ -85,29 +81,27 @@ def _filters(model) -> tuple:
     return model.encoder.sentence_encoder.embed_tokens.embedder.filters
 
 
-def test_the_tiny_arch_has_an_eighth_of_the_papers_filters_and_the_option_sets_any_bank():
+def test_the_archs_have_the_papers_filters_and_the_option_sets_any_bank():
     assert CHARACTER_FILTERS == ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 32))
-    tiny = _model(_dictionary())
-    assert _filters(tiny) == ((1, 4), (2, 4), (3, 8), (4, 16), (5, 32), (6, 64), (7, 4))
-    assert tiny.encoder.sentence_encoder.embed_tokens.embedder.projection.in_features == 132
+    assert _filters(_model(_dictionary())) == CHARACTER_FILTERS
     assert _filters(build_model_from_arch("bert_elmo_base", _dictionary())) == CHARACTER_FILTERS
     model = _model(_dictionary(), char_filters="2:6, 5:10")
     assert _filters(model) == ((2, 6), (5, 10))
+    assert model.encoder.sentence_encoder.embed_tokens.embedder.projection.in_features == 16
     with pytest.raises(ValueError, match=r"--char-filters '2:6,5': '5' is not WIDTH:FILTERS"):
         _model(_dictionary(), char_filters="2:6,5")
 
 
 def test_a_checkpoint_loads_with_its_own_filter_bank():
-    """A checkpoint of the paper's bank (e.g. saved by bert_elmo_tiny before it had a bank of
-    its own) into the model a tiny command line builds: the saved CNN, the same embeddings, in
-    the model's dtype; and with a character set of its own as well."""
+    """A checkpoint of another bank than the loading command line's: the saved CNN, the same
+    embeddings, in the model's dtype; and with a character set of its own as well."""
     dictionary = _dictionary()
-    saved = _model(dictionary, char_filters=format_filter_bank(CHARACTER_FILTERS))
+    saved = _model(dictionary, char_filters="1:4,3:8,7:4")
     for other in (dictionary, _dictionary(["kitap", "wug", "evler", "."])):
         model = _model(other).to(torch.bfloat16)
         state = {k: v for k, v in saved.state_dict().items() if not k.startswith("encoder.lm")}
         model.load_state_dict(state, strict=False)  # the LM output is over another vocabulary
-        assert _filters(model) == CHARACTER_FILTERS
+        assert _filters(model) == ((1, 4), (3, 8), (7, 4))
         embedding = model.encoder.sentence_encoder.embed_tokens
         assert embedding.embedder.projection.weight.dtype == torch.bfloat16
         with torch.no_grad():

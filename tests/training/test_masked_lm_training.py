@@ -8,6 +8,7 @@ import pytest
 import torch
 from conftest import (
     REPO_ROOT,
+    SMALL_CHARACTER_CNN,
     assert_same_weights,
     run_tool,
     tiny_mlm_train_args,
@@ -36,7 +37,14 @@ CASES = {
     ),
     "bert_elmo-sop": (
         "words",
-        ["--arch", "bert_elmo_tiny", "--tokens-are-words", "--sentence-objective", "sop"],
+        [
+            "--arch",
+            "bert_elmo_tiny",
+            "--tokens-are-words",
+            "--sentence-objective",
+            "sop",
+            *SMALL_CHARACTER_CNN,
+        ],
     ),
 }
 
@@ -97,7 +105,7 @@ def test_word_level_data_without_tokens_are_words_is_refused(tiny_mlm_data, tmp_
 @pytest.mark.parametrize(
     "units, arch",
     [("pieces", ["--arch", "bert2d_tiny", "--sentence-objective", "sop"]),
-     ("words", ["--arch", "bert_elmo_tiny", "--tokens-are-words"])],
+     ("words", ["--arch", "bert_elmo_tiny", "--tokens-are-words", *SMALL_CHARACTER_CNN])],
 )  # fmt: skip
 def test_torchrun_two_processes(units, arch, tiny_mlm_data, tmp_path):
     save_dir = tmp_path / "checkpoints"
