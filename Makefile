@@ -32,7 +32,11 @@ demo-finetune: venv
 
 # One pytest-xdist worker per core (`-n auto`); `--dist load` hands tests out in the order the
 # suite's conftest puts them (the longest first). PYTEST_ARGS adds options: make test PYTEST_ARGS="-x -k demo"
+# The project's bytecode is written first (half a second): the suite starts a few hundred Python
+# processes, which cannot write it where PYTHONDONTWRITEBYTECODE is set (as on the CI machines)
+# and would each compile the modules they import again.
 test: venv
+	$(VENV)/bin/python -m compileall -q fairseq_struct benchmarks
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m pytest -q -n auto --dist load tests $(PYTEST_ARGS)
 
 PYTHON_SOURCES := fairseq_struct tests benchmarks user_dir setup.py
