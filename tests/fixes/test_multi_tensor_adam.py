@@ -1,0 +1,117 @@
+"""fairseq's Adam through multi-tensor operations (fixes/multi_tensor_adam.py): the parameters
+and state of fairseq's own per-tensor step, bit for bit, in a number of operations that does not
+grow with the number of parameter tensors."""
+
+import copy
+
+import pytest
+import torch
+from fairseq.optim.adam import Adam
+
+import fairseq_struct  # noqa: F401  (applies the repair)
+from fairseq_struct.fixes.multi_tensor_adam import grouped_step, stock_step
+from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
+from fairseq_struct.testing.operation_count import count_kernel_operations
+
+OPTIONS = {
+    "pretraining": dict(lr=5e-4, betas=(0.9, 0.98), eps=1e-6),
+    "decay, amsgrad": dict(lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, amsgrad=True),
+}
+
+
+def _model(layers: int = 2) -> torch.nn.Module:
+    overrides = dict(encoder_layers=layers, decoder_layers=layers)
+    return build_model_from_arch("tp_transformer_tiny", joined_dictionary(60), 0, **overrides)
+
+
+def _give_gradients(params, step: int, skip_every: int = 0) -> None:
+    """The same gradients for both copies: seeded by the step; every `skip_every`-th tensor
+    gets none at odd steps (its step count falls behind, as with unused parameters)."""
+    generator = torch.Generator().manual_seed(step)
+    for i, p in enumerate(params):
+        p.grad = torch.randn(p.shape, generator=generator, dtype=p.dtype) * 0.1
+        if skip_every and i % skip_every == 0 and step % 2:
+            p.grad = None
+
+
+def _run(params, options, step_function, steps: int, skip_every: int = 0, first: int = 0):
+    optimizer = Adam(params, **options)
+    for step in range(first, first + steps):
+        _give_gradients(params, step, skip_every)
+        step_function(optimizer)
+    return optimizer
+
+
+def _assert_same(fast, stock, rtol=0.0, atol=0.0):
+    """Bit for bit by default: the same operations on the same values."""
+    for p_fast, p_stock in zip(fast.param_groups[0]["params"], stock.param_groups[0]["params"]):
+        torch.testing.assert_close(p_fast, p_stock, rtol=rtol, atol=atol)
+        s_fast, s_stock = fast.state[p_fast], stock.state[p_stock]
+        assert s_fast.keys() == s_stock.keys()
+        assert s_fast["step"] == s_stock["step"] and isinstance(s_fast["step"], int)
+        for key in s_fast.keys() - {"step"}:
+            torch.testing.assert_close(s_fast[key], s_stock[key], rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
+def test_grouped_steps_give_fairseqs_parameters_and_state(options):
+    model = _model()
+    fast = _run(list(copy.deepcopy(model).parameters()), options, grouped_step, 12, skip_every=5)
+    stock = _run(list(copy.deepcopy(model).parameters()), options, stock_step, 12, skip_every=5)
+    counts = {fast.state[p]["step"] for p in fast.param_groups[0]["params"]}
+    assert counts == {6, 12}  # tensors that skipped steps are grouped by their own count
+    _assert_same(fast, stock)
+
+
+def test_the_gradients_are_left_as_they_are():
+    params = list(_model().parameters())
+    optimizer = Adam(params, **OPTIONS["decay, amsgrad"])
+    _give_gradients(params, 0)
+    given = [p.grad.clone() for p in params]
+    grouped_step(optimizer)
+    assert all(torch.equal(p.grad, grad) for p, grad in zip(params, given))
+
+
+def test_checkpoints_move_between_fairseqs_step_and_the_grouped_one():
+    model, options = _model(), OPTIONS["decay, amsgrad"]
+    reference = _run(list(copy.deepcopy(model).parameters()), options, stock_step, steps=8)
+    for first, then in ((stock_step, grouped_step), (grouped_step, stock_step)):
+        half = _run(list(copy.deepcopy(model).parameters()), options, first, steps=4)
+        params = [p.detach().clone() for p in half.param_groups[0]["params"]]
+        resumed = Adam(params, **options)
+        resumed.load_state_dict(copy.deepcopy(half.state_dict()))
+        for step in range(4, 8):
+            _give_gradients(params, step)
+            then(resumed)
+        _assert_same(resumed, reference)
+
+
+def test_half_precision_parameters_run_fairseqs_own_step():
+    """--memory-efficient-bf16 hands the optimizer bf16 weights: fairseq's step (fp32 moments,
+    each tensor converted) runs, bit for bit."""
+    model = _model().to(torch.bfloat16)
+    options = OPTIONS["pretraining"]
+    fast = _run(list(copy.deepcopy(model).parameters()), options, Adam.step, steps=3)
+    stock = _run(list(copy.deepcopy(model).parameters()), options, stock_step, steps=3)
+    _assert_same(fast, stock)
+    assert fast.state[fast.param_groups[0]["params"][0]]["exp_avg"].dtype == torch.float32
+
+
+def _operations_of_a_step(layers: int, step_function) -> int:
+    params = list(_model(layers).parameters())
+    optimizer = Adam(params, **OPTIONS["decay, amsgrad"])
+    _give_gradients(params, 0)
+    step_function(optimizer)  # the state is made at the first step
+    _give_gradients(params, 1)
+    return count_kernel_operations(lambda: step_function(optimizer))
+
+
+def test_the_operations_of_a_step_do_not_grow_with_the_parameter_tensors():
+    """Layers add tensors: the grouped step dispatches as many kernel operations for 6 layers as
+    for 1 (10 with AMSGrad and weight decay); fairseq's step about 11 per tensor."""
+    tensors = {layers: len(list(_model(layers).parameters())) for layers in (1, 6)}
+    grouped = {layers: _operations_of_a_step(layers, grouped_step) for layers in (1, 6)}
+    stock = {layers: _operations_of_a_step(layers, stock_step) for layers in (1, 6)}
+    assert tensors[6] - tensors[1] > 100
+    assert grouped[6] == grouped[1] <= 10, grouped
+    assert stock[6] - stock[1] > 8 * (tensors[6] - tensors[1]), stock
