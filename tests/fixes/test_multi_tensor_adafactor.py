@@ -7,11 +7,11 @@ import copy
 import pytest
 import torch
 from fairseq.optim.adafactor import Adafactor
+from optimizer_steps import give_gradients, small_model
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import fairseq_struct  # noqa: F401  (applies the repair)
 from fairseq_struct.fixes.multi_tensor_adafactor import grouped_step, stock_step
-from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
 OPTIONS = {
     "paper": dict(lr=0.003, scale_parameter=False, relative_step=False),
@@ -22,26 +22,11 @@ OPTIONS = {
 }  # fmt: skip
 
 
-def _model(layers: int = 2) -> torch.nn.Module:
-    overrides = dict(encoder_layers=layers, decoder_layers=layers)
-    return build_model_from_arch("tp_transformer_tiny", joined_dictionary(60), 0, **overrides)
-
-
-def _give_gradients(params, step: int, skip_every: int = 0) -> None:
-    """The same gradients for both copies: seeded by the step; every `skip_every`-th tensor
-    gets none at odd steps (its step count falls behind, as with unused parameters)."""
-    generator = torch.Generator().manual_seed(step)
-    for i, p in enumerate(params):
-        p.grad = torch.randn(p.shape, generator=generator) * 0.1
-        if skip_every and i % skip_every == 0 and step % 2:
-            p.grad = None
-
-
 def _run(model, options, step_function, steps: int, skip_every: int = 0):
     params = list(model.parameters())
     optimizer = Adafactor(params, **options)
     for step in range(steps):
-        _give_gradients(params, step, skip_every)
+        give_gradients(params, step, skip_every)
         step_function(optimizer)
     return optimizer
 
@@ -58,7 +43,7 @@ def _assert_same(fast, stock, rtol=1e-6, atol=1e-7):
 
 @pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
 def test_grouped_steps_give_fairseqs_parameters_and_state(options):
-    model = _model()
+    model = small_model()
     fast = _run(copy.deepcopy(model), options, grouped_step, steps=12, skip_every=5)
     stock = _run(copy.deepcopy(model), options, stock_step, steps=12, skip_every=5)
     counts = {fast.state[p]["step"] for p in fast.param_groups[0]["params"]}
@@ -67,7 +52,7 @@ def test_grouped_steps_give_fairseqs_parameters_and_state(options):
 
 
 def test_checkpoints_move_between_fairseqs_step_and_the_grouped_one():
-    model, options = _model(), OPTIONS["beta1, decay, clip"]
+    model, options = small_model(), OPTIONS["beta1, decay, clip"]
     reference = _run(copy.deepcopy(model), options, stock_step, steps=8)
     for first, then in ((stock_step, grouped_step), (grouped_step, stock_step)):
         half = _run(copy.deepcopy(model), options, first, steps=4)
@@ -75,15 +60,15 @@ def test_checkpoints_move_between_fairseqs_step_and_the_grouped_one():
         resumed = Adafactor(params, **options)
         resumed.load_state_dict(copy.deepcopy(half.state_dict()))
         for step in range(4, 8):
-            _give_gradients(params, step)
+            give_gradients(params, step)
             then(resumed)
         _assert_same(resumed, reference)
 
 
 def test_a_learning_rate_scaled_by_the_parameter_runs_fairseqs_own_step():
     options = dict(lr=None, scale_parameter=True, relative_step=True, warmup_init=True)
-    fast = _run(_model(), options, Adafactor.step, steps=3)
-    stock = _run(_model(), options, stock_step, steps=3)
+    fast = _run(small_model(), options, Adafactor.step, steps=3)
+    stock = _run(small_model(), options, stock_step, steps=3)
     _assert_same(fast, stock, rtol=0, atol=0)
     assert fast.param_groups[0]["lr"] == stock.param_groups[0]["lr"]
 
@@ -99,12 +84,12 @@ class _CountOperations(TorchDispatchMode):
 
 
 def _operations_of_a_step(layers: int, step_function) -> int:
-    model = _model(layers)
+    model = small_model(layers)
     params = list(model.parameters())
     optimizer = Adafactor(params, **OPTIONS["paper"])
-    _give_gradients(params, 0)
+    give_gradients(params, 0)
     step_function(optimizer)  # the state is made at the first step
-    _give_gradients(params, 1)
+    give_gradients(params, 1)
     with _CountOperations() as counter:
         step_function(optimizer)
     return counter.count
@@ -113,7 +98,7 @@ def _operations_of_a_step(layers: int, step_function) -> int:
 def test_the_operations_of_a_step_do_not_grow_with_the_parameter_tensors():
     """Layers add tensors of shapes the model has already: the grouped step dispatches as many
     operations for 6 layers as for 1; fairseq's step about 25 more per tensor."""
-    tensors = {layers: len(list(_model(layers).parameters())) for layers in (1, 6)}
+    tensors = {layers: len(list(small_model(layers).parameters())) for layers in (1, 6)}
     grouped = {layers: _operations_of_a_step(layers, grouped_step) for layers in (1, 6)}
     stock = {layers: _operations_of_a_step(layers, stock_step) for layers in (1, 6)}
     assert tensors[6] - tensors[1] > 100

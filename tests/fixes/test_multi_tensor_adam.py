@@ -7,10 +7,10 @@ import copy
 import pytest
 import torch
 from fairseq.optim.adam import Adam
+from optimizer_steps import give_gradients, small_model
 
 import fairseq_struct  # noqa: F401  (applies the repair)
 from fairseq_struct.fixes.multi_tensor_adam import grouped_step, stock_step
-from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.testing.operation_count import count_kernel_operations
 
 OPTIONS = {
@@ -19,25 +19,10 @@ OPTIONS = {
 }
 
 
-def _model(layers: int = 2) -> torch.nn.Module:
-    overrides = dict(encoder_layers=layers, decoder_layers=layers)
-    return build_model_from_arch("tp_transformer_tiny", joined_dictionary(60), 0, **overrides)
-
-
-def _give_gradients(params, step: int, skip_every: int = 0) -> None:
-    """The same gradients for both copies: seeded by the step; every `skip_every`-th tensor
-    gets none at odd steps (its step count falls behind, as with unused parameters)."""
-    generator = torch.Generator().manual_seed(step)
-    for i, p in enumerate(params):
-        p.grad = torch.randn(p.shape, generator=generator, dtype=p.dtype) * 0.1
-        if skip_every and i % skip_every == 0 and step % 2:
-            p.grad = None
-
-
 def _run(params, options, step_function, steps: int, skip_every: int = 0, first: int = 0):
     optimizer = Adam(params, **options)
     for step in range(first, first + steps):
-        _give_gradients(params, step, skip_every)
+        give_gradients(params, step, skip_every)
         step_function(optimizer)
     return optimizer
 
@@ -55,7 +40,7 @@ def _assert_same(fast, stock, rtol=0.0, atol=0.0):
 
 @pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
 def test_grouped_steps_give_fairseqs_parameters_and_state(options):
-    model = _model()
+    model = small_model()
     fast = _run(list(copy.deepcopy(model).parameters()), options, grouped_step, 12, skip_every=5)
     stock = _run(list(copy.deepcopy(model).parameters()), options, stock_step, 12, skip_every=5)
     counts = {fast.state[p]["step"] for p in fast.param_groups[0]["params"]}
@@ -64,16 +49,16 @@ def test_grouped_steps_give_fairseqs_parameters_and_state(options):
 
 
 def test_the_gradients_are_left_as_they_are():
-    params = list(_model().parameters())
+    params = list(small_model().parameters())
     optimizer = Adam(params, **OPTIONS["decay, amsgrad"])
-    _give_gradients(params, 0)
+    give_gradients(params, 0)
     given = [p.grad.clone() for p in params]
     grouped_step(optimizer)
     assert all(torch.equal(p.grad, grad) for p, grad in zip(params, given))
 
 
 def test_checkpoints_move_between_fairseqs_step_and_the_grouped_one():
-    model, options = _model(), OPTIONS["decay, amsgrad"]
+    model, options = small_model(), OPTIONS["decay, amsgrad"]
     reference = _run(list(copy.deepcopy(model).parameters()), options, stock_step, steps=8)
     for first, then in ((stock_step, grouped_step), (grouped_step, stock_step)):
         half = _run(list(copy.deepcopy(model).parameters()), options, first, steps=4)
@@ -81,7 +66,7 @@ def test_checkpoints_move_between_fairseqs_step_and_the_grouped_one():
         resumed = Adam(params, **options)
         resumed.load_state_dict(copy.deepcopy(half.state_dict()))
         for step in range(4, 8):
-            _give_gradients(params, step)
+            give_gradients(params, step)
             then(resumed)
         _assert_same(resumed, reference)
 
@@ -89,7 +74,7 @@ def test_checkpoints_move_between_fairseqs_step_and_the_grouped_one():
 def test_half_precision_parameters_run_fairseqs_own_step():
     """--memory-efficient-bf16 hands the optimizer bf16 weights: fairseq's step (fp32 moments,
     each tensor converted) runs, bit for bit."""
-    model = _model().to(torch.bfloat16)
+    model = small_model().to(torch.bfloat16)
     options = OPTIONS["pretraining"]
     fast = _run(list(copy.deepcopy(model).parameters()), options, Adam.step, steps=3)
     stock = _run(list(copy.deepcopy(model).parameters()), options, stock_step, steps=3)
@@ -98,18 +83,18 @@ def test_half_precision_parameters_run_fairseqs_own_step():
 
 
 def _operations_of_a_step(layers: int, step_function) -> int:
-    params = list(_model(layers).parameters())
+    params = list(small_model(layers).parameters())
     optimizer = Adam(params, **OPTIONS["decay, amsgrad"])
-    _give_gradients(params, 0)
+    give_gradients(params, 0)
     step_function(optimizer)  # the state is made at the first step
-    _give_gradients(params, 1)
+    give_gradients(params, 1)
     return count_kernel_operations(lambda: step_function(optimizer))
 
 
 def test_the_operations_of_a_step_do_not_grow_with_the_parameter_tensors():
     """Layers add tensors: the grouped step dispatches as many kernel operations for 6 layers as
     for 1 (10 with AMSGrad and weight decay); fairseq's step about 11 per tensor."""
-    tensors = {layers: len(list(_model(layers).parameters())) for layers in (1, 6)}
+    tensors = {layers: len(list(small_model(layers).parameters())) for layers in (1, 6)}
     grouped = {layers: _operations_of_a_step(layers, grouped_step) for layers in (1, 6)}
     stock = {layers: _operations_of_a_step(layers, stock_step) for layers in (1, 6)}
     assert tensors[6] - tensors[1] > 100
