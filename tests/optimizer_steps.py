@@ -21,3 +21,25 @@ def give_gradients(params, step: int, skip_every: int = 0) -> None:
         p.grad = (torch.randn(p.shape, generator=generator) * 0.1).to(p.dtype)
         if skip_every and i % skip_every == 0 and step % 2:
             p.grad = None
+
+
+def take_steps(optimizer, step_function, steps: int, skip_every: int = 0):
+    """`steps` steps of `step_function` (a step method, fairseq's or a repair's) with
+    `give_gradients`; returns the optimizer."""
+    params = optimizer.param_groups[0]["params"]
+    for step in range(steps):
+        give_gradients(params, step, skip_every)
+        step_function(optimizer)
+    return optimizer
+
+
+def assert_same_parameters_and_state(fast, stock, rtol: float, atol: float) -> None:
+    """The parameters and the whole state of two optimizers: the same keys, the same int step
+    counts, tensors equal within the tolerances."""
+    for p_fast, p_stock in zip(fast.param_groups[0]["params"], stock.param_groups[0]["params"]):
+        torch.testing.assert_close(p_fast, p_stock, rtol=rtol, atol=atol)
+        s_fast, s_stock = fast.state[p_fast], stock.state[p_stock]
+        assert s_fast.keys() == s_stock.keys()
+        assert s_fast["step"] == s_stock["step"] and isinstance(s_fast["step"], int)
+        for key in s_fast.keys() - {"step"}:
+            torch.testing.assert_close(s_fast[key], s_stock[key], rtol=rtol, atol=atol)

@@ -25,20 +25,18 @@ import torch
 from fairseq.optim.adafactor import Adafactor
 from torch import Tensor
 
+from fairseq_struct.fixes.grouped_steps import has_fp32_dense_gradients
+
 stock_step = Adafactor.step
 
 
 def runs_grouped(optimizer: Adafactor) -> bool:
     """The grouped step applies: an external learning rate and fp32 dense gradients."""
-    for group in optimizer.param_groups:
-        if group["scale_parameter"] or group["relative_step"] or group["warmup_init"]:
-            return False
-        for p in group["params"]:
-            if p.grad is not None and (
-                p.dtype != torch.float32 or p.grad.dtype != torch.float32 or p.grad.is_sparse
-            ):
-                return False
-    return True
+    external_lr = not any(
+        group["scale_parameter"] or group["relative_step"] or group["warmup_init"]
+        for group in optimizer.param_groups
+    )
+    return external_lr and has_fp32_dense_gradients(optimizer)
 
 
 def _initial_state(p: Tensor, factored: bool, use_first_moment: bool) -> Dict[str, Any]:

@@ -26,20 +26,11 @@ import torch
 from fairseq.optim.adam import Adam
 from torch import Tensor
 
+from fairseq_struct.fixes.grouped_steps import has_fp32_dense_gradients
+
 stock_step = Adam.step
 
 _MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
-
-
-def runs_grouped(optimizer: Adam) -> bool:
-    """The grouped step applies: fp32 parameters with dense fp32 gradients."""
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            if p.grad is not None and (
-                p.dtype != torch.float32 or p.grad.dtype != torch.float32 or p.grad.is_sparse
-            ):
-                return False
-    return True
 
 
 def _prepared_state(optimizer: Adam, p: Tensor, amsgrad: bool) -> Dict[str, Any]:
@@ -53,7 +44,7 @@ def _prepared_state(optimizer: Adam, p: Tensor, amsgrad: bool) -> Dict[str, Any]
         if amsgrad:
             state["max_exp_avg_sq"] = torch.zeros_like(p)
         return state
-    for key in _MOMENTS[:3] if amsgrad else _MOMENTS[:2]:
+    for key in _MOMENTS if amsgrad else _MOMENTS[:2]:
         moment = state[key]
         if moment.dtype != p.dtype or moment.device != p.device:
             state[key] = moment.to(p)
@@ -92,7 +83,7 @@ def _step_together(
 
 
 def grouped_step(self: Adam, closure: Optional[Callable[[], Any]] = None) -> Any:
-    if not runs_grouped(self):
+    if not has_fp32_dense_gradients(self):
         return stock_step(self, closure)
     loss = closure() if closure is not None else None
     with torch.no_grad():

@@ -89,12 +89,10 @@ def sync_fp32_params_to_fp16(self: _FP16OptimizerMixin) -> None:
 def zero_grad(self: _FP16OptimizerMixin) -> None:
     for p in self.fp16_params:
         p.grad = None
-    if self.has_flat_params:
-        flats = [self.fp32_params] if torch.is_tensor(self.fp32_params) else None
-        if flats is None and isinstance(self.fp32_params, dict):
-            flats = list(self.fp32_params.values())
-        if flats is None:
-            raise RuntimeError("self.fp32_params must be a tensor or dict")
+    if self.has_flat_params:  # one flat tensor, or one per device
+        flats = (
+            self.fp32_params.values() if isinstance(self.fp32_params, dict) else [self.fp32_params]
+        )
         for flat in flats:
             flat.grad.zero_()
     else:

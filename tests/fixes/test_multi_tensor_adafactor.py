@@ -5,9 +5,13 @@ number of parameter tensors."""
 import copy
 
 import pytest
-import torch
 from fairseq.optim.adafactor import Adafactor
-from optimizer_steps import give_gradients, small_model
+from optimizer_steps import (
+    assert_same_parameters_and_state,
+    give_gradients,
+    small_model,
+    take_steps,
+)
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import fairseq_struct  # noqa: F401  (applies the repair)
@@ -23,22 +27,13 @@ OPTIONS = {
 
 
 def _run(model, options, step_function, steps: int, skip_every: int = 0):
-    params = list(model.parameters())
-    optimizer = Adafactor(params, **options)
-    for step in range(steps):
-        give_gradients(params, step, skip_every)
-        step_function(optimizer)
-    return optimizer
+    return take_steps(
+        Adafactor(list(model.parameters()), **options), step_function, steps, skip_every
+    )
 
 
 def _assert_same(fast, stock, rtol=1e-6, atol=1e-7):
-    for p_fast, p_stock in zip(fast.param_groups[0]["params"], stock.param_groups[0]["params"]):
-        torch.testing.assert_close(p_fast, p_stock, rtol=rtol, atol=atol)
-        s_fast, s_stock = fast.state[p_fast], stock.state[p_stock]
-        assert s_fast.keys() == s_stock.keys()
-        assert s_fast["step"] == s_stock["step"]
-        for key in s_fast.keys() - {"step"}:
-            torch.testing.assert_close(s_fast[key], s_stock[key], rtol=rtol, atol=atol)
+    assert_same_parameters_and_state(fast, stock, rtol, atol)
 
 
 @pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
@@ -74,6 +69,8 @@ def test_a_learning_rate_scaled_by_the_parameter_runs_fairseqs_own_step():
 
 
 class _CountOperations(TorchDispatchMode):
+    """Every dispatched operation, views included (the count the bounds below were set on)."""
+
     def __init__(self):
         super().__init__()
         self.count = 0

@@ -7,7 +7,12 @@ import copy
 import pytest
 import torch
 from fairseq.optim.adam import Adam
-from optimizer_steps import give_gradients, small_model
+from optimizer_steps import (
+    assert_same_parameters_and_state,
+    give_gradients,
+    small_model,
+    take_steps,
+)
 
 import fairseq_struct  # noqa: F401  (applies the repair)
 from fairseq_struct.fixes.multi_tensor_adam import grouped_step, stock_step
@@ -19,23 +24,13 @@ OPTIONS = {
 }
 
 
-def _run(params, options, step_function, steps: int, skip_every: int = 0, first: int = 0):
-    optimizer = Adam(params, **options)
-    for step in range(first, first + steps):
-        give_gradients(params, step, skip_every)
-        step_function(optimizer)
-    return optimizer
+def _run(params, options, step_function, steps: int, skip_every: int = 0):
+    return take_steps(Adam(params, **options), step_function, steps, skip_every)
 
 
-def _assert_same(fast, stock, rtol=0.0, atol=0.0):
-    """Bit for bit by default: the same operations on the same values."""
-    for p_fast, p_stock in zip(fast.param_groups[0]["params"], stock.param_groups[0]["params"]):
-        torch.testing.assert_close(p_fast, p_stock, rtol=rtol, atol=atol)
-        s_fast, s_stock = fast.state[p_fast], stock.state[p_stock]
-        assert s_fast.keys() == s_stock.keys()
-        assert s_fast["step"] == s_stock["step"] and isinstance(s_fast["step"], int)
-        for key in s_fast.keys() - {"step"}:
-            torch.testing.assert_close(s_fast[key], s_stock[key], rtol=rtol, atol=atol)
+def _assert_same(fast, stock):
+    """Bit for bit: the same operations on the same values."""
+    assert_same_parameters_and_state(fast, stock, rtol=0.0, atol=0.0)
 
 
 @pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
