@@ -25,6 +25,7 @@ weights in fairseq's FP16Optimizer); `fp32` is the optimizer directly.
 import argparse
 import json
 import sys
+from collections import Counter
 from typing import Any, Callable, Dict, List
 
 import torch
@@ -79,13 +80,12 @@ def count_update(
     for part in parts:  # the first update makes the optimizer's state
         part()
     counts = []
-    by_operation: Dict[str, int] = {}
+    by_operation: Counter = Counter()
     for part in parts:
         with KernelOperationCounter() as counter:
             part()
         counts.append(counter.total)
-        for name, count in counter.operations.items():
-            by_operation[name] = by_operation.get(name, 0) + count
+        by_operation.update(counter.operations)
     update = sum(counts)
     return {
         "arch": arch,
@@ -93,7 +93,7 @@ def count_update(
         "update": update,
         "forward_backward": counts[1],
         "optimizer_norm_copies": update - counts[1],
-        "by_operation": dict(sorted(by_operation.items(), key=lambda item: -item[1])[:10]),
+        "by_operation": dict(by_operation.most_common(10)),
     }
 
 

@@ -214,33 +214,24 @@ torch.save(state, f"{out}/rank{trainer.data_parallel_rank}.pt")
 """
 
 
+def torchrun_script(script: Path, script_args: list, processes: int = 2):
+    """`torchrun --nproc_per_node N SCRIPT ARGS --distributed-backend gloo` on a free port, for
+    a script that runs fairseq-train on its arguments. Each worker is `python3 SCRIPT` of
+    `python_stand_in` (`--no-python`: torchrun starts the given program instead of its own
+    interpreter), forked with torchrun's variables (rank, world size, address)."""
+    python, _ = python_stand_in()
+    command = [venv_tool("torchrun"), "--nproc_per_node", str(processes)]
+    command += ["--master_port", str(free_port()), "--no-python", python, str(script)]
+    return run_tool([*command, *script_args, "--distributed-backend", "gloo"], cwd=REPO_ROOT)
+
+
 def torchrun_train(train_args: list, weights_dir: Path, processes: int = 2) -> tuple:
-    """`torchrun --nproc_per_node N fairseq-train ...` on a free port, gloo backend; returns the
-    finished process and the final weights of each rank (from weights_dir/rank<R>.pt). Each
-    worker is `python3 SCRIPT` of `python_stand_in` (`--no-python`: torchrun starts the given
-    program instead of its own interpreter), forked with torchrun's variables (rank, world size,
-    address)."""
+    """`torchrun_script` of fairseq-train; returns the finished process and the final weights
+    of each rank (from weights_dir/rank<R>.pt)."""
     weights_dir.mkdir(parents=True, exist_ok=True)
     script = weights_dir / "train_and_save_rank_weights.py"
     script.write_text(_RANK_WEIGHTS_TRAIN, encoding="utf-8")
-    python, _ = python_stand_in()
-    result = run_tool(
-        [
-            venv_tool("torchrun"),
-            "--nproc_per_node",
-            str(processes),
-            "--master_port",
-            str(free_port()),
-            "--no-python",
-            python,
-            str(script),
-            str(weights_dir),
-            *train_args,
-            "--distributed-backend",
-            "gloo",
-        ],
-        cwd=REPO_ROOT,
-    )
+    result = torchrun_script(script, [str(weights_dir), *train_args], processes)
     weights = [torch.load(weights_dir / f"rank{rank}.pt") for rank in range(processes)]
     return result, weights
 

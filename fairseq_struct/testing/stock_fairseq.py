@@ -1,11 +1,6 @@
 """fairseq's own update, for comparisons: the functions that the multi-tensor repairs of
-`fairseq_struct.fixes` replace, put back in this process.
-
-    python -c "from fairseq_struct.testing.stock_fairseq import stock_fairseq_train; \
-stock_fairseq_train()" DATA --user-dir ... (fairseq-train's arguments)
-"""
-
-import sys
+`fairseq_struct.fixes` replace, put back in this process (tests/training/test_update_parity.py
+runs fairseq-train after it)."""
 
 from fairseq import utils
 from fairseq.optim.adafactor import Adafactor
@@ -27,12 +22,3 @@ def restore_stock_updates() -> None:
     utils.clip_grad_norm_ = multi_tensor_grad_norm.stock_clip_grad_norm_
     for name, method in multi_tensor_master_weights.stock_methods.items():
         setattr(_FP16OptimizerMixin, name, method)
-
-
-def stock_fairseq_train() -> None:
-    """fairseq-train (its arguments from the command line) with fairseq's own update."""
-    from fairseq_cli.train import cli_main
-
-    restore_stock_updates()
-    sys.argv[0] = "fairseq-train"
-    cli_main()
