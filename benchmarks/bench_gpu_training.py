@@ -72,9 +72,7 @@ from bench_whole_word_attention import peak_memory_bytes, training_step, turkish
 from fairseq import optim
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 from fairseq.data import Dictionary
-from fairseq.dataclass.configs import FairseqConfig
 from fairseq.modules import MultiheadAttention
-from fairseq.optim.adam import FairseqAdamConfig
 from fairseq.sequence_generator import SequenceGenerator
 from interleaved_timing import add_repetition_arguments, set_up
 from model_flops import (
@@ -88,7 +86,6 @@ from model_flops import (
     seq2seq_beam_search_flops,
     seq2seq_training_flops,
 )
-from omegaconf import OmegaConf
 from torch import Tensor, nn
 
 import fairseq_struct  # noqa: F401  (registers the models)
@@ -99,6 +96,7 @@ from fairseq_struct.modules.role_attention import (
 from fairseq_struct.modules.whole_word_attention import WholeWordAttention
 from fairseq_struct.pieces.word_boundaries import word_start_lookup
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
+from fairseq_struct.testing.fairseq_optimizers import build_fairseq_optimizer
 
 logger = logging.getLogger("bench_gpu_training")
 
@@ -206,17 +204,11 @@ def fairseq_optimizer(
     params: List[nn.Parameter], precision: Precision, lr: float, betas: str, eps: float, wd: float
 ) -> optim.FairseqOptimizer:
     """fairseq's `adam`, wrapped as fairseq-train wraps it for --bf16."""
-    cfg = OmegaConf.structured(FairseqConfig)
-    cfg.common.bf16 = precision.half and precision.mode == "fairseq"
-    cfg.optimization.lr = [lr]
-    cfg.optimizer = OmegaConf.structured(
-        FairseqAdamConfig(
-            _name="adam", adam_betas=betas, adam_eps=eps, weight_decay=wd, lr=[lr], tpu=False
-        )
-    )
-    if cfg.common.bf16:
-        return optim.FP16Optimizer.build_optimizer(cfg, params)
-    return optim.build_optimizer(cfg.optimizer, params)
+    flags = ["--optimizer", "adam", "--lr", str(lr), "--adam-betas", betas]
+    flags += ["--adam-eps", str(eps), "--weight-decay", str(wd)]
+    if precision.half and precision.mode == "fairseq":
+        flags.append("--bf16")
+    return build_fairseq_optimizer(params, flags)
 
 
 def describe_optimizer(optimizer: optim.FairseqOptimizer) -> str:

@@ -9,6 +9,7 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from torch import nn
 
 import fairseq_struct
+from fairseq_struct.fixes.bf16_without_tpu import undo_bf16_implies_tpu
 
 
 def build_fairseq_optimizer(params: List[nn.Parameter], flags: List[str]) -> optim.FairseqOptimizer:
@@ -17,6 +18,7 @@ def build_fairseq_optimizer(params: List[nn.Parameter], flags: List[str]) -> opt
     argv = ["unused-data", "--arch", "transformer", "--user-dir", fairseq_struct.__path__[0]]
     parser = options.get_training_parser()
     cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, argv + flags))
+    undo_bf16_implies_tpu(cfg)  # as fairseq-train's call_main does with the plugin
     common = cfg.common
     if common.memory_efficient_fp16 or common.memory_efficient_bf16:
         return optim.MemoryEfficientFP16Optimizer.build_optimizer(cfg, params)
