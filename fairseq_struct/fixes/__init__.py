@@ -2,7 +2,8 @@
 
 Each module repairs one behaviour of the libraries as installed, without forking them: it
 replaces or wraps one function or adds one missing name, and the tests under `tests/fixes/`
-show the behaviour before and after. Importing `fairseq_struct` imports this package first.
+show the behaviour before and after (`grouped_steps` is not a repair: what the two optimizer
+repairs share). Importing `fairseq_struct` imports this package first.
 
 | module | what goes wrong without it | upstream |
 |---|---|---|
