@@ -14,8 +14,13 @@ line per optimizer (`adam`, `adafactor` with the paper's settings), each compari
   targets at most 60 with Adam and 200 with Adafactor, whatever the number of tensors.
 - `by_operation`: the ten most frequent operations of each side's update.
 
+`--update stock` counts fairseq's own per-tensor update instead of the project's multi-tensor
+repairs (fairseq_struct/fixes), for the figures before them.
+
 The batch is small (--batch-size 4 --sentence-len 8 by default): the counts of a Transformer do
-not depend on it. Precision `bf16` (default) is fairseq-train --bf16 (bf16 weights, fp32 master
+not depend on it, nor on the widths (`--widths small`: d_model 32, ffn 64, 8 heads of 4, the
+arch's layers; the same counts as the arch's own widths, 1,336 / 1,080 with Adam, in a second
+instead of a minute: what tests/training/test_update_launches.py runs). Precision `bf16` (default) is fairseq-train --bf16 (bf16 weights, fp32 master
 weights in fairseq's FP16Optimizer); `fp32` is the optimizer directly.
 
     .venv/bin/python benchmarks/bench_update_launches.py
@@ -36,6 +41,7 @@ import fairseq_struct  # noqa: F401  (registers the models, applies the repairs)
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.testing.fairseq_optimizers import build_fairseq_optimizer
 from fairseq_struct.testing.operation_count import KernelOperationCounter
+from fairseq_struct.testing.stock_fairseq import restore_stock_updates
 
 OPTIMIZER_FLAGS = {
     "adam": ["--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "0.0005"],
@@ -45,6 +51,18 @@ OPTIMIZER_FLAGS = {
 OPTIMIZER_TARGETS = {"adam": 60, "adafactor": 200}
 RATIO_TARGET = 1.25
 PRECISION_FLAGS = {"bf16": ["--bf16"], "fp32": []}
+# Small widths with the arch's layers and heads (the attention head dimension is the
+# TP-Transformer's option; fairseq's transformer ignores it and divides d_model by the heads).
+WIDTHS = {
+    "arch": {},
+    "small": {
+        "encoder_embed_dim": 32,
+        "decoder_embed_dim": 32,
+        "encoder_ffn_embed_dim": 64,
+        "decoder_ffn_embed_dim": 64,
+        "attention_head_dim": 4,
+    },
+}
 
 
 def count_update(
@@ -52,7 +70,7 @@ def count_update(
 ) -> Dict[str, Any]:
     """The kernel operations of one update of `arch` (after one that made the state)."""
     dictionary = joined_dictionary(args.vocab_size)
-    model = build_model_from_arch(arch, dictionary, seed=1)
+    model = build_model_from_arch(arch, dictionary, seed=1, **WIDTHS[args.widths])
     if precision == "bf16":
         model = model.to(torch.bfloat16)
     model.train()
@@ -103,8 +121,17 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         "--optimizers", nargs="+", choices=list(OPTIMIZER_FLAGS), default=list(OPTIMIZER_FLAGS)
     )
     parser.add_argument("--precision", choices=list(PRECISION_FLAGS), default="bf16")
+    parser.add_argument(
+        "--update",
+        choices=["project", "stock"],
+        default="project",
+        help="the project's multi-tensor update (fairseq_struct/fixes) or fairseq's own",
+    )
     parser.add_argument("--arch-tp", default="tp_transformer_base")
     parser.add_argument("--arch-stock", default="transformer")
+    parser.add_argument(
+        "--widths", choices=list(WIDTHS), default="arch", help="(the counts do not depend on it)"
+    )
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--sentence-len", type=int, default=8)
     parser.add_argument(
@@ -127,7 +154,9 @@ def measure(args: argparse.Namespace, optimizer_name: str) -> Dict[str, Any]:
             "src_len": args.sentence_len,
             "tgt_len": args.sentence_len,
         },
+        "update_of": args.update,
         "counted": "kernel-launching ATen operations (views, allocations, metadata left out)",
+        "widths": args.widths,
         "a": a,
         "b": b,
         "ratio": round(ratio, 4),
@@ -142,6 +171,8 @@ def measure(args: argparse.Namespace, optimizer_name: str) -> Dict[str, Any]:
 def main(argv: List[str]) -> int:
     args = parse_args(argv)
     torch.set_num_threads(1)
+    if args.update == "stock":
+        restore_stock_updates()
     for optimizer_name in args.optimizers:
         print(json.dumps(measure(args, optimizer_name)), flush=True)
     return 0

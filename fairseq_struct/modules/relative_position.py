@@ -6,8 +6,38 @@ clip(j - i, -k, k) + k. Logits get q_i · a^K_ij (eq. 4 of Shaw et al.), outputs
 gather from q·(a^K)^T and the value term a scatter of the attention weights into 2k+1 buckets.
 """
 
+from typing import Dict, Tuple
+
 import torch
 from torch import Tensor, nn
+
+# Per (k, device), the bucket table of the longest length seen so far, rounded up to
+# _TABLE_GROWTH: a layer's table for T_q x T_k is its corner (a view), so the layers of a model,
+# the steps of a beam search and the batches of an epoch reuse it instead of launching the 4
+# kernels that make it (T_max^2 int64 values: 32 MiB at 2,048 positions).
+_bucket_tables: Dict[Tuple[int, torch.device], Tensor] = {}
+_TABLE_GROWTH = 64
+
+
+def _bucket_table(max_relative_position: int, length: int, device: torch.device) -> Tensor:
+    positions = torch.arange(length, device=device)
+    distance = positions.unsqueeze(0) - positions.unsqueeze(1)
+    k = max_relative_position
+    return distance.clamp(-k, k) + k
+
+
+def _shared_bucket_table(max_relative_position: int, length: int, device: torch.device) -> Tensor:
+    """A (L, L) bucket table with L >= length, made once per (k, device) and length growth;
+    made afresh inside torch.compile, which folds it into the graph."""
+    if torch.compiler.is_compiling():
+        return _bucket_table(max_relative_position, length, device)
+    key = (max_relative_position, device)
+    table = _bucket_tables.get(key)
+    if table is None or table.size(0) < length:
+        rounded = -(-length // _TABLE_GROWTH) * _TABLE_GROWTH
+        table = _bucket_table(max_relative_position, rounded, device)
+        _bucket_tables[key] = table
+    return table
 
 
 class RelativePositionEmbeddings(nn.Module):
@@ -31,12 +61,11 @@ class RelativePositionEmbeddings(nn.Module):
 
         The queries are the last `query_len` of the `key_len` positions, which covers both the
         full forward (query_len == key_len) and incremental decoding (one new query at the end).
+        A view of a table shared by every layer with the same k on the device (see
+        _shared_bucket_table): no kernel runs for it once the table is long enough.
         """
-        key_positions = torch.arange(key_len, device=device)
-        query_positions = key_positions[key_len - query_len :]
-        distance = key_positions.unsqueeze(0) - query_positions.unsqueeze(1)
-        k = self.max_relative_position
-        return distance.clamp(-k, k) + k
+        table = _shared_bucket_table(self.max_relative_position, key_len, device)
+        return table[key_len - query_len : key_len, :key_len]
 
     def key_logits(self, query: Tensor, bucket_index: Tensor) -> Tensor:
         """q_i · a^K_{ij} for query (..., T_q, d); returns (..., T_q, T_k)."""

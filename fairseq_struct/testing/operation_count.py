@@ -30,6 +30,7 @@ _NO_KERNEL = frozenset(
         "aten.sym_numel",
         "aten.sym_storage_offset",
         "aten.is_same_size",
+        "aten.promote_types",
         "aten.resolve_conj",
         "aten.resolve_neg",
     }

@@ -2,6 +2,8 @@
 `fairseq_struct.fixes` replace, put back in this process (tests/training/test_update_parity.py
 runs fairseq-train after it)."""
 
+from typing import Any, Callable
+
 from fairseq import utils
 from fairseq.optim.adafactor import Adafactor
 from fairseq.optim.adam import Adam
@@ -15,10 +17,11 @@ from fairseq_struct.fixes import (
 )
 
 
-def restore_stock_updates() -> None:
-    """fairseq's per-tensor Adam and Adafactor steps, gradient norm and master-weight copies."""
-    Adam.step = multi_tensor_adam.stock_step
-    Adafactor.step = multi_tensor_adafactor.stock_step
-    utils.clip_grad_norm_ = multi_tensor_grad_norm.stock_clip_grad_norm_
+def restore_stock_updates(set_attribute: Callable[[Any, str, Any], None] = setattr) -> None:
+    """fairseq's per-tensor Adam and Adafactor steps, gradient norm and master-weight copies
+    (set with `set_attribute`: a test passes pytest's `monkeypatch.setattr` to undo them)."""
+    set_attribute(Adam, "step", multi_tensor_adam.stock_step)
+    set_attribute(Adafactor, "step", multi_tensor_adafactor.stock_step)
+    set_attribute(utils, "clip_grad_norm_", multi_tensor_grad_norm.stock_clip_grad_norm_)
     for name, method in multi_tensor_master_weights.stock_methods.items():
-        setattr(_FP16OptimizerMixin, name, method)
+        set_attribute(_FP16OptimizerMixin, name, method)

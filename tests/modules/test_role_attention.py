@@ -137,3 +137,49 @@ def test_fused_path_gradients_equal_the_explicit_path():
         grads.append({n: p.grad.clone() for n, p in attention.named_parameters()})
     for name in grads[0]:
         torch.testing.assert_close(grads[0][name], grads[1][name], rtol=0, atol=1e-10)
+
+
+class MatrixProductCounter(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.products = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.products += str(func.overloadpacket) in ("aten.addmm", "aten.mm")
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("roles", [True, False])
+def test_the_projections_of_one_input_are_one_matrix_product_of_each_linears_weights(
+    roles, monkeypatch
+):
+    """Self-attention projects queries, keys, values and roles of its input in one product (and
+    cross-attention its queries and roles, the encoder's keys and values in another), with
+    W_q, W_k, W_v, W_r kept as the separate Linears of checkpoints: each block of the product is
+    what its own Linear gives (float64: the same sums in another blocking agree to rounding)."""
+    for cross in (False, True):
+        attention = _attention(cross=cross, roles=roles).double()
+        query = torch.randn(5, 2, EMBED, dtype=torch.float64)
+        memory = torch.randn(7, 2, EMBED, dtype=torch.float64) if cross else query
+        with MatrixProductCounter() as counter:
+            out, _ = attention(query, memory, memory, need_weights=False)
+        # The projections and the output projection (the attention's own products are bmm).
+        assert counter.products == (3 if cross else 2), (cross, counter.products)
+        with monkeypatch.context() as patch:  # the reference: each projection by its Linear
+            patch.setattr(
+                RoleRelativeMultiheadAttention, "_project",
+                staticmethod(lambda x, *linears: [f(x) if f else None for f in linears]),
+            )  # fmt: skip
+            expected, _ = attention(query, memory, memory, need_weights=False)
+        torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
+
+
+def test_cross_attention_projects_keys_and_values_of_different_tensors_each_by_its_own():
+    attention = _attention(cross=True)
+    query, memory = torch.randn(5, 3, EMBED), torch.randn(7, 3, EMBED)
+    same, _ = attention(query, memory, memory, need_weights=False)
+    other_values = torch.randn(7, 3, EMBED)
+    mixed, _ = attention(query, memory, other_values, need_weights=False)
+    expected, _ = attention(query, memory.clone(), other_values, need_weights=False)
+    torch.testing.assert_close(mixed, expected, rtol=0, atol=0)
+    assert not torch.allclose(mixed, same)
