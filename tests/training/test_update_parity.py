@@ -5,7 +5,9 @@ update, the loss and gradient norm of fairseq's own per-tensor update
 (fairseq_struct.testing.stock_fairseq) within 1e-5 relative (on a CPU they are equal), with
 --update-freq 2, --clip-norm and weight decay, on two ranks (gloo), and from a checkpoint
 written by one update and resumed by the other. Batches of 64 tokens keep the 100 updates cheap.
-Half precision is checked at the optimizer (tests/fixes: the master-weight copies bit for bit).
+Half precision: 30 updates of --fp16 whose loss scale starts high enough to overflow (skipped
+updates, the scale halved), as the master-weight copies, the norm and Adam run under --fp16 and
+--bf16 alike (tests/fixes checks the copies bit for bit in both).
 
 The values are exact, not the log's rounded ones: a wrapper of fairseq-train records, at every
 update, the summed loss over the sample size and the gradient norm that fairseq's Trainer
@@ -42,7 +44,11 @@ stock_reduce, stock_train_step = Trainer._reduce_and_log_stats, Trainer.train_st
 def reduce_and_record(self, logging_outputs, sample_size, grad_norm=None):
     loss = sum(float(output.get("loss", 0)) for output in logging_outputs) / float(sample_size)
     gnorm = None if grad_norm is None else float(grad_norm)
-    records.append({"update": self.get_num_updates(), "loss": loss, "gnorm": gnorm})
+    scaler = getattr(self.optimizer, "scaler", None)  # --fp16's loss scaler
+    loss_scale = None if scaler is None else scaler.loss_scale
+    records.append(
+        {"update": self.get_num_updates(), "loss": loss, "gnorm": gnorm, "loss_scale": loss_scale}
+    )
     return stock_reduce(self, logging_outputs, sample_size, grad_norm)
 
 
@@ -108,6 +114,7 @@ def _assert_same(project: list, stock: list) -> None:
             assert mine["update"] == theirs["update"]
             assert mine["loss"] == pytest.approx(theirs["loss"], rel=RTOL), (mine, theirs)
             assert mine["gnorm"] == pytest.approx(theirs["gnorm"], rel=RTOL), (mine, theirs)
+            assert mine["loss_scale"] == theirs["loss_scale"], (mine, theirs)
 
 
 CASES = {
@@ -172,3 +179,35 @@ def test_two_ranks_give_fairseqs_losses_and_norms(demo_translation_run, tmp_path
     }  # fmt: skip
     assert len(runs["stock"]) == UPDATES
     _assert_same(runs["project"], runs["stock"])
+
+
+FP16_UPDATES = 30
+FP16_INIT_SCALE = 2**14  # high enough for the tiny model's gradients to overflow
+
+
+def test_fp16_overflows_skip_the_updates_and_lower_the_scale_as_fairseqs_update(
+    demo_translation_run, tmp_path
+):
+    """--fp16 (fairseq's FP16Optimizer with dynamic loss scaling; fairseq flattens the master
+    copy on CUDA only): the overflowing first steps skip their update and halve the scale, then
+    every loss, norm and scale is fairseq's own update's. On a CPU, fairseq's trainer needs the
+    overflow_without_cuda repair to skip an update at all."""
+    fp16 = ["--fp16", "--fp16-no-flatten-grads", "--fp16-init-scale", str(FP16_INIT_SCALE)]
+    runs = {}
+    for update in ("project", "stock"):
+        args = _train_args(
+            demo_translation_run / "data-bin",
+            tmp_path / update,
+            "adam",
+            ["--clip-norm", "0.5", *fp16],
+        )
+        args[args.index("--max-update") + 1] = str(FP16_UPDATES)
+        runs[update] = _recorded(update, args, tmp_path / update)
+    stock = runs["stock"]
+    skipped = [record is None for record in stock]
+    assert skipped[0] and not skipped[-1] and sum(skipped) < 10, skipped
+    assert len(stock) - sum(skipped) == FP16_UPDATES
+    for step, record in enumerate(stock):  # each overflow halves the scale (no growth in 30)
+        if record is not None:
+            assert record["loss_scale"] == FP16_INIT_SCALE / 2 ** sum(skipped[:step]), step
+    _assert_same(runs["project"], stock)
