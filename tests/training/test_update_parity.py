@@ -5,9 +5,9 @@ update, the loss and gradient norm of fairseq's own per-tensor update
 (fairseq_struct.testing.stock_fairseq) within 1e-5 relative (on a CPU they are equal), with
 --update-freq 2, --clip-norm and weight decay, on two ranks (gloo), and from a checkpoint
 written by one update and resumed by the other. Batches of 64 tokens keep the 100 updates cheap.
-Half precision: 30 updates of --fp16 whose loss scale starts high enough to overflow (skipped
-updates, the scale halved), as the master-weight copies, the norm and Adam run under --fp16 and
---bf16 alike (tests/fixes checks the copies bit for bit in both).
+Half precision: 30 updates of --fp16 with Adam whose loss scale starts high enough to overflow
+(skipped updates, the scale halved), and 30 of --bf16 with Adafactor (tests/fixes checks the
+master-weight copies bit for bit in both).
 
 The values are exact, not the log's rounded ones: a wrapper of fairseq-train records, at every
 update, the summed loss over the sample size and the gradient norm that fairseq's Trainer
@@ -181,33 +181,43 @@ def test_two_ranks_give_fairseqs_losses_and_norms(demo_translation_run, tmp_path
     _assert_same(runs["project"], runs["stock"])
 
 
-FP16_UPDATES = 30
+HALF_PRECISION_UPDATES = 30
 FP16_INIT_SCALE = 2**14  # high enough for the tiny model's gradients to overflow
+
+
+def _half_precision_runs(optimizer: str, flags: List[str], data: Path, work: Path) -> dict:
+    runs = {}
+    for update in ("project", "stock"):
+        args = _train_args(data, work / update, optimizer, ["--clip-norm", "0.5", *flags])
+        args[args.index("--max-update") + 1] = str(HALF_PRECISION_UPDATES)
+        runs[update] = _recorded(update, args, work / update)
+    return runs
 
 
 def test_fp16_overflows_skip_the_updates_and_lower_the_scale_as_fairseqs_update(
     demo_translation_run, tmp_path
 ):
-    """--fp16 (fairseq's FP16Optimizer with dynamic loss scaling; fairseq flattens the master
-    copy on CUDA only): the overflowing first steps skip their update and halve the scale, then
-    every loss, norm and scale is fairseq's own update's. On a CPU, fairseq's trainer needs the
-    overflow_without_cuda repair to skip an update at all."""
+    """--fp16 with Adam (fairseq's FP16Optimizer with dynamic loss scaling; fairseq flattens the
+    master copy on CUDA only): the overflowing first steps skip their update and halve the
+    scale, then every loss, norm and scale is fairseq's own update's. On a CPU, fairseq's
+    trainer needs the overflow_without_cuda repair to skip an update at all."""
     fp16 = ["--fp16", "--fp16-no-flatten-grads", "--fp16-init-scale", str(FP16_INIT_SCALE)]
-    runs = {}
-    for update in ("project", "stock"):
-        args = _train_args(
-            demo_translation_run / "data-bin",
-            tmp_path / update,
-            "adam",
-            ["--clip-norm", "0.5", *fp16],
-        )
-        args[args.index("--max-update") + 1] = str(FP16_UPDATES)
-        runs[update] = _recorded(update, args, tmp_path / update)
+    runs = _half_precision_runs("adam", fp16, demo_translation_run / "data-bin", tmp_path)
     stock = runs["stock"]
     skipped = [record is None for record in stock]
     assert skipped[0] and not skipped[-1] and sum(skipped) < 10, skipped
-    assert len(stock) - sum(skipped) == FP16_UPDATES
+    assert len(stock) - sum(skipped) == HALF_PRECISION_UPDATES
     for step, record in enumerate(stock):  # each overflow halves the scale (no growth in 30)
         if record is not None:
             assert record["loss_scale"] == FP16_INIT_SCALE / 2 ** sum(skipped[:step]), step
     _assert_same(runs["project"], stock)
+
+
+def test_bf16_with_adafactor_gives_fairseqs_losses_and_norms(demo_translation_run, tmp_path):
+    """--bf16 (bf16 weights, fp32 master copies, no loss scaling) with the paper's Adafactor,
+    as scripts/train-en-tr.sh trains on a GPU."""
+    runs = _half_precision_runs(
+        "adafactor", ["--bf16"], demo_translation_run / "data-bin", tmp_path
+    )
+    assert len(runs["stock"]) == HALF_PRECISION_UPDATES and None not in runs["stock"]
+    _assert_same(runs["project"], runs["stock"])
