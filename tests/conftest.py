@@ -216,11 +216,13 @@ torch.save(state, f"{out}/rank{trainer.data_parallel_rank}.pt")
 
 def torchrun_script(script: Path, script_args: list, processes: int = 2):
     """`torchrun --nproc_per_node N SCRIPT ARGS --distributed-backend gloo` on a free port, for
-    a script that runs fairseq-train on its arguments. Each worker is `python3 SCRIPT` of
-    `python_stand_in` (`--no-python`: torchrun starts the given program instead of its own
-    interpreter), forked with torchrun's variables (rank, world size, address)."""
+    a script that runs fairseq-train on its arguments. torchrun (`python3 -m
+    torch.distributed.run`, its console script's module) and each worker, `python3 SCRIPT`
+    (`--no-python`: torchrun starts the given program instead of its own interpreter), are
+    forked by `python_stand_in`, the workers with torchrun's variables (rank, world size,
+    address)."""
     python, _ = python_stand_in()
-    command = [venv_tool("torchrun"), "--nproc_per_node", str(processes)]
+    command = [python, "-m", "torch.distributed.run", "--nproc_per_node", str(processes)]
     command += ["--master_port", str(free_port()), "--no-python", python, str(script)]
     return run_tool([*command, *script_args, "--distributed-backend", "gloo"], cwd=REPO_ROOT)
 

@@ -14,8 +14,9 @@ update, the summed loss over the sample size and the gradient norm that fairseq'
 reduces (None for an update skipped on an overflow)."""
 
 import json
+import shutil
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 from conftest import REPO_ROOT, USER_DIR, built_once, python_stand_in, run_tool, torchrun_script
@@ -126,46 +127,55 @@ CASES = {
 }
 
 
+HALFWAY = UPDATES // 2
+
+
 @pytest.fixture(scope="session")
 def whole_runs(demo_translation_run, tmp_path_factory):
-    """The records of a case's uninterrupted run with one update, made once per session (the
-    resuming test compares with the same run)."""
+    """A case's uninterrupted run with one update, made once per session: its records, and its
+    directory, where it also saved its checkpoint halfway (checkpoint_1_50.pt) for the resuming
+    test."""
 
-    def run(case: str, update: str) -> List[Optional[Dict]]:
+    def run(case: str, update: str) -> Tuple[List[Optional[Dict]], Path]:
         optimizer, extra = CASES[case]
         name = f"update-parity-{optimizer}-{update}"
 
         def train(work: Path) -> None:
             args = _train_args(demo_translation_run / "data-bin", work, optimizer, extra)
+            args[args.index("--save-interval-updates") + 1] = str(HALFWAY)
             _recorded(update, args, work)
 
         work = built_once(tmp_path_factory, name, train)
-        return json.loads((work / f"records-{update}.json").read_text(encoding="utf-8"))
+        records = json.loads((work / f"records-{update}.json").read_text(encoding="utf-8"))
+        return records, work
 
     return run
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_the_update_gives_fairseqs_losses_and_norms(case, whole_runs):
-    stock = whole_runs(case, "stock")
+    stock, _ = whole_runs(case, "stock")
     assert len(stock) == UPDATES and None not in stock
-    _assert_same(whole_runs(case, "project"), stock)
+    _assert_same(whole_runs(case, "project")[0], stock)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_a_checkpoint_of_either_update_resumes_in_the_other(
     case, whole_runs, demo_translation_run, tmp_path
 ):
-    """Half the updates with one, then the rest from its checkpoint_last.pt with the other:
-    the losses of an uninterrupted run of fairseq's own update."""
+    """The halfway checkpoint of an uninterrupted run with one update, resumed with the other
+    for the second half: the losses of an uninterrupted run of fairseq's own update."""
     optimizer, extra = CASES[case]
+    stock, _ = whole_runs(case, "stock")
     for first, then in (("stock", "project"), ("project", "stock")):
+        first_records, first_dir = whole_runs(case, first)
         save_dir = tmp_path / f"{first}-then-{then}"
+        save_dir.mkdir()
+        shutil.copy(first_dir / f"checkpoint_1_{HALFWAY}.pt", save_dir / "checkpoint_last.pt")
         args = _train_args(demo_translation_run / "data-bin", save_dir, optimizer, extra)
-        half = list(args)
-        half[half.index("--max-update") + 1] = str(UPDATES // 2)
-        records = _recorded(first, half, save_dir) + _recorded(then, args, save_dir)
-        _assert_same(records, whole_runs(case, "stock"))
+        second_half = _recorded(then, args, save_dir)
+        assert len(second_half) == UPDATES - HALFWAY
+        _assert_same(first_records[:HALFWAY] + second_half, stock)
 
 
 def test_two_ranks_give_fairseqs_losses_and_norms(demo_translation_run, tmp_path):
