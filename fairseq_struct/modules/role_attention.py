@@ -89,6 +89,8 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         # Set by fairseq's SequenceGenerator through the model (see set_beam_size).
         self.beam_size = 1
         self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
+        # Concatenated projection weights for decoding (see _concatenated); not state.
+        self._concatenated_cache: Dict[Tuple[int, ...], Tuple[tuple, Tuple[Tensor, Tensor]]] = {}
 
         self.q_proj = nn.Linear(embed_dim, self.inner_dim)
         self.k_proj = nn.Linear(kdim or embed_dim, self.inner_dim)
@@ -118,8 +120,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 nn.init.normal_(self.role_proj.weight, mean=0.0, std=self.head_dim**-0.5)
             nn.init.constant_(self.role_proj.bias, 0.0)
 
-    @staticmethod
-    def _project(x: Tensor, *projections: Optional[nn.Linear]) -> List[Optional[Tensor]]:
+    def _project(self, x: Tensor, *projections: Optional[nn.Linear]) -> List[Optional[Tensor]]:
         """Each projection of x (None for a missing one, the role without roles), from one
         matrix product of the concatenated weights: fewer kernel launches, and one product for
         x's gradient in the backward. The weights stay separate parameters, as in checkpoints."""
@@ -127,11 +128,29 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         if len(present) == 1:
             outputs = [present[0](x)]
         else:
-            weight = torch.cat([projection.weight for projection in present])
-            bias = torch.cat([projection.bias for projection in present])
+            weight, bias = self._concatenated(present)
             sizes = [projection.out_features for projection in present]
             outputs = list(F.linear(x, weight, bias).split(sizes, dim=-1))
         return [None if projection is None else outputs.pop(0) for projection in projections]
+
+    def _concatenated(self, projections: List[nn.Linear]) -> Tuple[Tensor, Tensor]:
+        """The projections' weights and biases, concatenated. Without autograd (decoding), kept
+        until a parameter changes (its version counter, memory, dtype or device): a beam
+        search's steps then launch no concatenation."""
+        parameters = [t for projection in projections for t in (projection.weight, projection.bias)]
+        if torch.is_grad_enabled() or torch.compiler.is_compiling():
+            return torch.cat(parameters[0::2]), torch.cat(parameters[1::2])
+        key = tuple(id(projection) for projection in projections)
+        stamp = tuple((t._version, t.data_ptr(), t.dtype, t.device) for t in parameters)
+        cached = self._concatenated_cache.get(key)
+        if cached is None or cached[0] != stamp:
+            weights = torch.cat(parameters[0::2]), torch.cat(parameters[1::2])
+            cached = self._concatenated_cache[key] = (stamp, weights)
+        return cached[1]
+
+    def _apply(self, fn, *args, **kwargs):
+        self._concatenated_cache.clear()  # .to(), .half(), ...: the next call makes them again
+        return super()._apply(fn, *args, **kwargs)
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """(time, batch, heads * head_dim) -> (batch, heads, time, head_dim)."""

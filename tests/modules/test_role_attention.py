@@ -183,3 +183,28 @@ def test_cross_attention_projects_keys_and_values_of_different_tensors_each_by_i
     expected, _ = attention(query, memory.clone(), other_values, need_weights=False)
     torch.testing.assert_close(mixed, expected, rtol=0, atol=0)
     assert not torch.allclose(mixed, same)
+
+
+def test_decoding_concatenates_the_weights_once_and_follows_their_changes():
+    """Without autograd the concatenated projection weights are kept (a beam search's steps
+    launch no concatenation), and any change of a weight (an optimizer step in place, a
+    state dict loaded, a new dtype) is seen at the next call, as a fresh module would see it."""
+    attention = _attention(cross=False, relative=3)
+    x = torch.randn(4, 2, EMBED)
+    with torch.no_grad():
+        attention(x, x, x, need_weights=False)
+        with OperationRecorder() as recorder:
+            before, _ = attention(x, x, x, need_weights=False)
+        assert "aten.cat" not in recorder.operations
+        attention.k_proj.weight.add_(0.5)  # in place, as an optimizer step
+        attention.role_proj.bias.mul_(2.0)
+        changed, _ = attention(x, x, x, need_weights=False)
+        fresh = _attention(cross=False, relative=3)
+        fresh.load_state_dict(attention.state_dict())
+        expected, _ = fresh(x, x, x, need_weights=False)
+        torch.testing.assert_close(changed, expected, rtol=0, atol=0)
+        assert not torch.allclose(changed, before)
+        attention.load_state_dict(_attention(cross=False, relative=3).state_dict())
+        torch.testing.assert_close(attention(x, x, x, need_weights=False)[0], before)
+        in_double, _ = attention.double()(x.double(), x.double(), x.double(), need_weights=False)
+        torch.testing.assert_close(in_double.float(), before, rtol=0, atol=1e-5)
