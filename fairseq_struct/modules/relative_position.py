@@ -67,6 +67,13 @@ class RelativePositionEmbeddings(nn.Module):
         table = _shared_bucket_table(self.max_relative_position, key_len, device)
         return table[key_len - query_len : key_len, :key_len]
 
+    def rows(self, bucket_row: Tensor) -> Tuple[Tensor, Tensor]:
+        """a^K_{ij} and a^V_{ij} of every key j seen from one query i (bucket_row: its (T_k,)
+        buckets): (T_k, d) each. A single query (a decoding step) adds them to its keys and
+        values, q·(k_j + a^K_ij) and Σ_j α_ij (v_j + a^V_ij): the same terms as key_logits and
+        value_term in fewer kernels, without (T_q, T_k, d) tensors as T_q is 1."""
+        return self.relative_keys[bucket_row], self.relative_values[bucket_row]
+
     def key_logits(self, query: Tensor, bucket_index: Tensor) -> Tensor:
         """q_i · a^K_{ij} for query (..., T_q, d); returns (..., T_q, T_k)."""
         per_bucket = torch.matmul(query, self.relative_keys.transpose(0, 1))

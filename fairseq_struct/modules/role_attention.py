@@ -299,6 +299,12 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         """
         bsz, heads, tgt_len, _ = q.shape
         sentences, src_len = k.size(0), k.size(2)
+        bucket_index = None
+        if self.relative_positions is not None:
+            bucket_index = self.relative_positions.bucket_index(tgt_len, src_len, q.device)
+            if tgt_len == 1:  # one query (a decoding step): the terms join its keys and values
+                key_rows, value_rows = self.relative_positions.rows(bucket_index[0])
+                k, v, bucket_index = k + key_rows, v + value_rows, None
         if sentences != bsz:
             # Keys cached once per sentence: the beams fold into the query axis (fairseq's einsum).
             q_by_sentence = q.view(sentences, -1, heads, tgt_len, self.head_dim)
@@ -308,9 +314,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 key_padding_mask = key_padding_mask.repeat_interleave(bsz // sentences, dim=0)
         else:
             attn_weights = torch.matmul(q, k.transpose(2, 3))
-        bucket_index = None
-        if self.relative_positions is not None:
-            bucket_index = self.relative_positions.bucket_index(tgt_len, src_len, q.device)
+        if bucket_index is not None:
             attn_weights = attn_weights + self.relative_positions.key_logits(q, bucket_index)
         if attn_mask is not None:
             if attn_mask.dtype == torch.bool:

@@ -34,3 +34,21 @@ def test_the_layers_share_one_table_made_once():
     assert count_kernel_operations(lambda: second.bucket_index(150, 150, cpu)) == 0
     assert count_kernel_operations(lambda: first.bucket_index(1, 180, cpu)) == 0
     assert count_kernel_operations(lambda: first.bucket_index(300, 300, cpu)) > 0
+
+
+def test_one_querys_rows_give_the_tables_key_and_value_terms():
+    """A decoding step's single query: q·(k_j + a^K_ij) and Σ_j α_ij (v_j + a^V_ij) equal
+    q·k_j + key_logits and Σ_j α_ij v_j + value_term (float64: rounding aside, the same sums)."""
+    torch.manual_seed(0)
+    relative = RelativePositionEmbeddings(3, head_dim=5).double()
+    q = torch.randn(2, 4, 1, 5, dtype=torch.float64)
+    k, v = torch.randn(2, 4, 9, 5, dtype=torch.float64), torch.randn(
+        2, 4, 9, 5, dtype=torch.float64
+    )
+    index = relative.bucket_index(1, 9, torch.device("cpu"))
+    key_rows, value_rows = relative.rows(index[0])
+    logits = q @ (k + key_rows).transpose(2, 3)
+    torch.testing.assert_close(logits, q @ k.transpose(2, 3) + relative.key_logits(q, index))
+    probs = logits.softmax(-1)
+    expected = probs @ v + relative.value_term(probs, index)
+    torch.testing.assert_close(probs @ (v + value_rows), expected)

@@ -1,0 +1,28 @@
+"""Kernel launches of a beam-search step, counted on the CPU (issue 34, point 1), by
+benchmarks/bench_decoding_launches.py at small widths (the counts do not depend on them): a
+`tp_transformer_base` decoder step dispatches at most 1.15 times the kernel-launching operations
+of fairseq's `transformer` step. What keeps it there: the attention's concatenated projection
+weights kept between steps, and the relative-position terms joined to the keys and values of the
+single query (modules/role_attention.py); without either the check fails."""
+
+import json
+import sys
+
+from conftest import REPO_ROOT, run_tool
+
+RATIO_TARGET = 1.15
+
+
+def test_a_decoder_step_is_within_the_target():
+    command = [sys.executable, "benchmarks/bench_decoding_launches.py", "--widths", "small"]
+    result = run_tool(command, cwd=REPO_ROOT, timeout=300)
+    (line,) = [json.loads(text) for text in result.stdout.splitlines() if text.startswith("{")]
+    a, b = line["a"], line["b"]
+    assert (a["arch"], b["arch"]) == ("tp_transformer_base", "transformer")
+    assert line["search"]["steps"] + 1 == 9  # 8 tokens and EOS: 9 decoder calls, 8 alike
+    for side in (a, b):
+        assert side["first_step"] >= side["step"] > 100, side
+        assert side["search"] > 9 * side["step"]
+    assert line["ratio"] == round(a["step"] / b["step"], 4)
+    assert line["ratio"] <= RATIO_TARGET, line
+    assert line["meets_target"] is True
