@@ -109,7 +109,7 @@ TARGETS = {
 MFU_GOAL_TP = 0.40
 COMPARISONS = tuple(TARGETS)
 MIB = 2**20
-DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32}
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ TINY = Sizes(
 TINY_DEFAULTS = {
     "batch_size": 4,
     "sentence_len": 8,
-    "max_tokens": 64,
+    "max_tokens": [64],
     "gen_batch_size": 2,
     "gen_src_len": 8,
     "gen_steps": 4,
@@ -192,6 +192,12 @@ class Precision:
     def describe(self) -> str:
         if not self.half:
             return "fp32 weights, fairseq's optimizer directly"
+        if self.mode == "fairseq" and self.dtype == torch.float16:
+            return (
+                "float16 weights, fp32 master weights and gradients in fairseq's FP16Optimizer "
+                "with dynamic loss scaling (fairseq-train --fp16; an overflowing step is "
+                "skipped as fairseq skips it)"
+            )
         if self.mode == "fairseq":
             return (
                 f"{self.dtype} weights, fp32 master weights and gradients in fairseq's "
@@ -203,11 +209,13 @@ class Precision:
 def fairseq_optimizer(
     params: List[nn.Parameter], precision: Precision, lr: float, betas: str, eps: float, wd: float
 ) -> optim.FairseqOptimizer:
-    """fairseq's `adam`, wrapped as fairseq-train wraps it for --bf16."""
+    """fairseq's `adam`, wrapped as fairseq-train wraps it for --bf16 / --fp16."""
     flags = ["--optimizer", "adam", "--lr", str(lr), "--adam-betas", betas]
     flags += ["--adam-eps", str(eps), "--weight-decay", str(wd)]
     if precision.half and precision.mode == "fairseq":
-        flags.append("--bf16")
+        flags.append("--fp16" if precision.dtype == torch.float16 else "--bf16")
+        if precision.dtype == torch.float16 and precision.device.type != "cuda":
+            flags.append("--fp16-no-flatten-grads")  # fairseq flattens on the CUDA device only
     return build_fairseq_optimizer(params, flags)
 
 
@@ -232,7 +240,11 @@ def fairseq_update(
         optimizer.backward(loss)
         # sample_size is known on the host before the step, as fairseq's collater gives it.
         optimizer.multiply_grads(1.0 / sample_size)
-        optimizer.clip_grad_norm(0.0)
+        try:
+            optimizer.clip_grad_norm(0.0)
+        except OverflowError:  # --fp16: the scale is lowered, the update skipped
+            optimizer.zero_grad()
+            return
         optimizer.step()
 
     return step
@@ -686,8 +698,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument(
         "--max-tokens",
         type=int,
-        help="second translation batch: sentences x sentence-len <= this, fairseq's "
-        "--max-tokens (4096; 0 skips it)",
+        nargs="*",
+        help="further translation batches: sentences x sentence-len <= each, fairseq's "
+        "--max-tokens (4096 16384 32768; none given: none)",
     )
     parser.add_argument("--gen-batch-size", type=int, help="source sentences to translate (80)")
     parser.add_argument("--gen-src-len", type=int, help="tokens per source sentence (30)")
@@ -711,7 +724,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     full_defaults = {
         "batch_size": 80,
         "sentence_len": 30,
-        "max_tokens": 4096,
+        "max_tokens": [4096, 16384, 32768],
         "gen_batch_size": 80,
         "gen_src_len": 30,
         "gen_steps": 30,
@@ -761,9 +774,8 @@ def main(argv: List[str]) -> int:
 
     if "translation_training" in selected:
         shapes = [(args.batch_size, f"{args.batch_size} x {args.sentence_len} tokens")]
-        if args.max_tokens:
-            sentences = args.max_tokens // args.sentence_len
-            shapes.append((sentences, f"max_tokens {args.max_tokens}"))
+        for max_tokens in args.max_tokens:
+            shapes.append((max_tokens // args.sentence_len, f"max_tokens {max_tokens}"))
         for sentences, shape in shapes:
             emit(translation_training(args, sizes, precision, sentences, shape, context))
     if "translation_generation" in selected:

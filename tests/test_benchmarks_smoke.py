@@ -7,7 +7,7 @@ import json
 import sys
 
 import pytest
-from conftest import REPO_ROOT, run_tool
+from conftest import REPO_ROOT, python_stand_in, run_tool
 
 TINY = ["--layers", "1", "--embed-dim", "64", "--repeats", "1", "--warmup-steps", "1"]
 
@@ -144,6 +144,26 @@ def test_gpu_benchmark_runs_every_comparison_on_the_cpu():
         assert a["model_flops_per_step"] > 0 and b["model_flops_per_step"] > 0
         rate = rate_keys[figures["ratio_is"].split(" of ")[0]]
         assert figures["ratio"] == pytest.approx(a[rate] / b[rate], rel=1e-3)
+
+
+def test_fairseq_train_benchmark_times_both_updates():
+    """bench_fairseq_train.py's --tiny CPU run: two whole fairseq-train runs (fairseq's own
+    update, then the project's), each timed over the same updates, and a consistent line."""
+    python, _ = python_stand_in()  # its fairseq-train runs are forked, not started afresh
+    command = [sys.executable, "benchmarks/bench_fairseq_train.py", "--device", "cpu", "--tiny"]
+    result = run_tool([*command, "--python", python], cwd=REPO_ROOT, timeout=300)
+    (figures,) = _json_lines(result.stdout)
+    assert (figures["benchmark"], figures["arch"], figures["dtype"]) == (
+        "fairseq_train", "tp_transformer_base", "bf16",
+    )  # fmt: skip
+    for update in ("stock", "project"):
+        run = figures[update]
+        assert run["timed_updates"] == figures["updates"] - figures["timed_from_update"] > 0
+        assert_quotient(run["updates_per_s"], run["timed_updates"], run["seconds"], (3, 9, 3))
+    assert_quotient(
+        figures["ratio"], figures["project"]["updates_per_s"], figures["stock"]["updates_per_s"],
+        (4, 3, 3),
+    )  # fmt: skip
 
 
 def _parameters(arch: str, vocab_size: int) -> tuple:
