@@ -173,6 +173,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         """Time-first input (time, batch, embed_dim), as fairseq's MultiheadAttention."""
         need_weights = need_weights or need_head_weights
         tgt_len, bsz, _ = query.shape
+        padding_bias: Optional[Tensor] = None  # key_padding_mask as 0 / -inf, when cached
         saved_state = (
             self._get_input_buffer(incremental_state) if incremental_state is not None else None
         )
@@ -189,6 +190,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
             # Cross-attention keys/values of the encoder output were computed at the first step.
             k, v = saved_state["prev_key"], saved_state["prev_value"]
             key_padding_mask = saved_state.get("prev_key_padding_mask")
+            padding_bias = saved_state.get("prev_key_padding_bias")
         else:
             if not self.self_attention:
                 assert key is not None and value is not None
@@ -218,9 +220,13 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 saved_state["prev_key"] = k
                 saved_state["prev_value"] = v
                 saved_state["prev_key_padding_mask"] = key_padding_mask
+                if static_kv and key_padding_mask is not None:
+                    # The same padding at every step: its additive form made once.
+                    padding_bias = self._padding_bias(key_padding_mask, q.dtype)
+                    saved_state["prev_key_padding_bias"] = padding_bias
                 self._set_input_buffer(incremental_state, saved_state)
         if self.relative_positions is None and not need_weights and not before_softmax:
-            filler = self._fused_attention(q, k, v, key_padding_mask, attn_mask)
+            filler = self._fused_attention(q, k, v, key_padding_mask, attn_mask, padding_bias)
         else:
             filler, attn_probs = self._explicit_attention(
                 q, k, v, key_padding_mask, attn_mask, before_softmax
@@ -250,10 +256,12 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         v: Tensor,
         key_padding_mask: Optional[Tensor],
         attn_mask: Optional[Tensor],
+        padding_bias: Optional[Tensor] = None,
     ) -> Tensor:
         """softmax(Q K^T + masks) V by `scaled_dot_product_attention` (flash / memory-efficient
         kernels on a GPU): the path without a relative-position term and without weights to
-        return. q is already scaled. Returns (bsz, heads, tgt_len, head_dim)."""
+        return. q is already scaled; padding_bias, when given, is key_padding_mask's
+        `_padding_bias`. Returns (bsz, heads, tgt_len, head_dim)."""
         bsz, heads, tgt_len, head_dim = q.shape
         sentences, src_len = k.size(0), k.size(2)
         beams = bsz // sentences
@@ -271,9 +279,13 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 else attn_mask.to(q.dtype)
             )
         if key_padding_mask is not None:
-            padding = key_padding_mask.view(sentences, 1, 1, src_len).to(torch.bool)
-            base = mask if mask is not None else q.new_zeros(())
-            mask = base.masked_fill(padding, float("-inf"))
+            if mask is None:
+                mask = padding_bias
+                if mask is None:
+                    mask = self._padding_bias(key_padding_mask, q.dtype)
+            else:
+                padding = key_padding_mask.view(sentences, 1, 1, src_len).to(torch.bool)
+                mask = mask.masked_fill(padding, float("-inf"))
         dropout = self.dropout_module
         dropout_p = dropout.p if self.training or dropout.apply_during_inference else 0.0
         filler = F.scaled_dot_product_attention(
@@ -283,6 +295,15 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
             filler = filler.view(sentences, heads, beams, tgt_len, head_dim).transpose(1, 2)
             filler = filler.reshape(bsz, heads, tgt_len, head_dim)
         return filler
+
+    @staticmethod
+    def _padding_bias(key_padding_mask: Tensor, dtype: torch.dtype) -> Tensor:
+        """(rows, 1, 1, keys): 0 where a key is attended to, -inf at padding."""
+        rows, keys = key_padding_mask.shape
+        padding = key_padding_mask.view(rows, 1, 1, keys).to(torch.bool)
+        return torch.zeros((), dtype=dtype, device=padding.device).masked_fill(
+            padding, float("-inf")
+        )
 
     def _explicit_attention(
         self,

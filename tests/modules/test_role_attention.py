@@ -208,3 +208,26 @@ def test_decoding_concatenates_the_weights_once_and_follows_their_changes():
         torch.testing.assert_close(attention(x, x, x, need_weights=False)[0], before)
         in_double, _ = attention.double()(x.double(), x.double(), x.double(), need_weights=False)
         torch.testing.assert_close(in_double.float(), before, rtol=0, atol=1e-5)
+
+
+def test_decoding_steps_reuse_the_encoder_padding_as_an_additive_mask():
+    """Cross-attention keeps, with the encoder's keys and values, its padding as 0 / -inf from
+    the first step: the next steps build no mask, and attend as the explicit path does."""
+    beams, sentences = 2, 2
+    attention = _attention(cross=True)
+    attention.set_beam_size(beams)
+    memory = torch.randn(6, sentences, EMBED).repeat_interleave(beams, dim=1)
+    padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2]).repeat_interleave(beams, 0)
+    state: dict = {}
+    for step in range(2):
+        query = torch.randn(1, sentences * beams, EMBED)
+        with OperationRecorder() as recorder:
+            out, _ = attention(
+                query, memory, memory, key_padding_mask=padding, incremental_state=state,
+                static_kv=True, need_weights=False,
+            )  # fmt: skip
+        expected, _ = _attention(cross=True)(
+            query, memory, memory, key_padding_mask=padding, need_weights=True
+        )
+        torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
+    assert not {"aten.masked_fill", "aten.new_zeros", "aten.zeros"} & recorder.operations
