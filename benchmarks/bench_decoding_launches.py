@@ -25,7 +25,7 @@ from typing import Any, Dict, List
 
 import torch
 from bench_gpu_training import source_batch
-from bench_update_launches import WIDTHS
+from bench_update_launches import WIDTHS, add_count_arguments
 from fairseq.sequence_generator import EnsembleModel, SequenceGenerator
 
 import fairseq_struct  # noqa: F401  (registers the models, applies the repairs)
@@ -80,18 +80,11 @@ def count_search(arch: str, args: argparse.Namespace) -> Dict[str, Any]:
 
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--arch-tp", default="tp_transformer_base")
-    parser.add_argument("--arch-stock", default="transformer")
-    parser.add_argument(
-        "--widths", choices=list(WIDTHS), default="arch", help="(the counts do not depend on it)"
-    )
+    add_count_arguments(parser)
     parser.add_argument("--sentences", type=int, default=2)
     parser.add_argument("--src-len", type=int, default=8)
     parser.add_argument("--steps", type=int, default=8, help="tokens of every hypothesis")
     parser.add_argument("--beam", type=int, default=5)
-    parser.add_argument(
-        "--vocab-size", type=int, default=1000, help="(the counts do not depend on it)"
-    )
     return parser.parse_args(argv)
 
 

@@ -115,6 +115,19 @@ def count_update(
     }
 
 
+def add_count_arguments(parser: argparse.ArgumentParser) -> None:
+    """The two archs compared and what the counts do not depend on (this benchmark's and
+    bench_decoding_launches.py's)."""
+    parser.add_argument("--arch-tp", default="tp_transformer_base")
+    parser.add_argument("--arch-stock", default="transformer")
+    parser.add_argument(
+        "--widths", choices=list(WIDTHS), default="arch", help="(the counts do not depend on it)"
+    )
+    parser.add_argument(
+        "--vocab-size", type=int, default=1000, help="(the counts do not depend on it)"
+    )
+
+
 def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -127,16 +140,9 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         default="project",
         help="the project's multi-tensor update (fairseq_struct/fixes) or fairseq's own",
     )
-    parser.add_argument("--arch-tp", default="tp_transformer_base")
-    parser.add_argument("--arch-stock", default="transformer")
-    parser.add_argument(
-        "--widths", choices=list(WIDTHS), default="arch", help="(the counts do not depend on it)"
-    )
+    add_count_arguments(parser)
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--sentence-len", type=int, default=8)
-    parser.add_argument(
-        "--vocab-size", type=int, default=1000, help="(the counts do not depend on it)"
-    )
     return parser.parse_args(argv)
 
 

@@ -1,5 +1,6 @@
 """Fixtures shared across the test suite."""
 
+import json
 import os
 import random
 import shutil
@@ -212,6 +213,13 @@ cli_main()
 state = {name: tensor.detach().cpu() for name, tensor in trainer.get_model().state_dict().items()}
 torch.save(state, f"{out}/rank{trainer.data_parallel_rank}.pt")
 """
+
+
+def run_benchmark(script: str, *args: str) -> list:
+    """`python benchmarks/SCRIPT ARGS` (run_tool: forked from the preloaded server), failing with
+    its standard error unless it exits 0; the JSON lines it printed, in order."""
+    result = run_tool([sys.executable, f"benchmarks/{script}", *args], cwd=REPO_ROOT, timeout=300)
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
 
 
 def torchrun_script(script: Path, script_args: list, processes: int = 2):

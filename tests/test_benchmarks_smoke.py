@@ -3,11 +3,8 @@ come from `make bench`, never from tests), and the line is consistent: each rati
 quotient of the two figures it is computed from (within their rounding), counts and formulas
 agree with the settings, and `meets_target` follows from the ratio and the target."""
 
-import json
-import sys
-
 import pytest
-from conftest import REPO_ROOT, python_stand_in, run_tool
+from conftest import python_stand_in, run_benchmark
 
 TINY = ["--layers", "1", "--embed-dim", "64", "--repeats", "1", "--warmup-steps", "1"]
 
@@ -31,17 +28,8 @@ def assert_quotient(quotient: float, numerator: float, denominator: float, place
     )
 
 
-def _json_lines(stdout: str) -> list:
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
-
-
-def _run_benchmark(script: str, *args: str) -> list:
-    result = run_tool([sys.executable, f"benchmarks/{script}", *args], cwd=REPO_ROOT, timeout=300)
-    return _json_lines(result.stdout)
-
-
 def test_bert2d_benchmark_line_is_consistent():
-    (figures,) = _run_benchmark("bench_bert2d_training_throughput.py", *TINY)
+    (figures,) = run_benchmark("bench_bert2d_training_throughput.py", *TINY)
     assert (figures["arch_a"], figures["arch_b"]) == ("bert2d_base", "roberta_base")
     assert figures["dimensions"]["layers"] == 1 and figures["dimensions"]["embed_dim"] == 64
     # SPEC 4.2: BERT2D has exactly (M + 2) * d_model more parameters than BERT (its subword table).
@@ -63,7 +51,7 @@ def test_bert2d_benchmark_line_is_consistent():
 
 
 def test_bert_elmo_benchmark_line_is_consistent():
-    (figures,) = _run_benchmark("bench_bert_elmo_training_throughput.py", *TINY)
+    (figures,) = run_benchmark("bench_bert_elmo_training_throughput.py", *TINY)
     words = figures["words_per_batch"]
     assert 0 < figures["distinct_words_per_batch"] <= words
     # Side a reads one token per word plus <s> and </s> per sentence; b reads the pieces.
@@ -88,12 +76,12 @@ def test_turkish_segmentation_benchmark_compares_every_line_and_scales(tmp_path)
         "Yüzü yüze bakar mısın?",
     ]
     text.write_text("\n".join(sentences * 4) + "\n", encoding="utf-8")
-    command = [sys.executable, "benchmarks/bench_turkish_segmentation.py", str(text)]
-    command += ["--workers", "2", "--scaling-lines", "6", "--scaling-rounds", "1"]
-    result = run_tool(command, cwd=REPO_ROOT, timeout=300)
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    assert len(lines) == 1, result.stdout
-    figures = json.loads(lines[0])
+    lines = run_benchmark(
+        "bench_turkish_segmentation.py", str(text), "--workers", "2", "--scaling-lines", "6",
+        "--scaling-rounds", "1",
+    )  # fmt: skip
+    assert len(lines) == 1, lines
+    (figures,) = lines
     assert (figures["compared_lines"], figures["differing_lines"]) == (12, 0)
     cold, reference = figures["project_cold"], figures["reference"]
     assert reference["lines"] == 12
@@ -126,10 +114,7 @@ def test_gpu_benchmark_runs_every_comparison_on_the_cpu():
     """bench_gpu_training.py is meant for a GPU (where none is lent it never runs otherwise):
     its --tiny CPU run goes through every comparison, so a change elsewhere that breaks it shows
     here rather than on the GPU machine."""
-    command = [sys.executable, "benchmarks/bench_gpu_training.py", "--device", "cpu"]
-    command += ["--dtype", "fp32", "--tiny"]
-    result = run_tool(command, cwd=REPO_ROOT, timeout=300)
-    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    lines = run_benchmark("bench_gpu_training.py", "--device", "cpu", "--dtype", "fp32", "--tiny")
     names = [figures["benchmark"] for figures in lines]
     assert names == [
         "translation_training",
@@ -150,9 +135,9 @@ def test_fairseq_train_benchmark_times_both_updates():
     """bench_fairseq_train.py's --tiny CPU run: two whole fairseq-train runs (fairseq's own
     update, then the project's), each timed over the same updates, and a consistent line."""
     python, _ = python_stand_in()  # its fairseq-train runs are forked, not started afresh
-    command = [sys.executable, "benchmarks/bench_fairseq_train.py", "--device", "cpu", "--tiny"]
-    result = run_tool([*command, "--python", python], cwd=REPO_ROOT, timeout=300)
-    (figures,) = _json_lines(result.stdout)
+    (figures,) = run_benchmark(
+        "bench_fairseq_train.py", "--device", "cpu", "--tiny", "--python", python
+    )
     assert (figures["benchmark"], figures["arch"], figures["dtype"]) == (
         "fairseq_train", "tp_transformer_base", "bf16",
     )  # fmt: skip
@@ -177,7 +162,7 @@ def _parameters(arch: str, vocab_size: int) -> tuple:
 
 
 def test_tp_training_benchmark_line_is_consistent():
-    (figures,) = _run_benchmark(
+    (figures,) = run_benchmark(
         "bench_tp_training_throughput.py",
         "--arch-a", "tp_transformer_tiny", "--arch-b", "transformer_relpos_tiny",
         "--vocab-size", "64", "--batch-size", "2", "--src-len", "6", "--tgt-len", "5",
@@ -201,7 +186,7 @@ def test_tp_training_benchmark_line_is_consistent():
 def test_tp_generation_benchmark_line_is_consistent():
     """Against fairseq's stock transformer_tiny; the script itself raises unless every
     hypothesis of both models is exactly --steps tokens + EOS."""
-    (figures,) = _run_benchmark(
+    (figures,) = run_benchmark(
         "bench_tp_generation_speed.py",
         "--arch-tp", "tp_transformer_tiny", "--arch-stock", "transformer_tiny",
         "--vocab-size", "64", "--batch-size", "2", "--src-len", "6", "--steps", "4",
@@ -226,7 +211,7 @@ def test_tp_generation_benchmark_line_is_consistent():
 
 
 def test_whole_word_attention_benchmark_line_is_consistent():
-    (figures,) = _run_benchmark(
+    (figures,) = run_benchmark(
         "bench_whole_word_attention.py",
         "--tokens", "256", "--embed-dim", "64", "--heads", "2",
         "--warmup-steps", "1", "--steps", "1", "--repeats", "3",
@@ -257,7 +242,7 @@ def test_relative_attention_kernels_benchmark_line_is_consistent():
     may not even build; at T = 24 the CPU kernel gets the 24 and 72 keys of the two variants
     wrong, so it is refused), the line says why for each variant and still carries the
     gather/scatter figures; a flex variant that ran agrees with gather/scatter."""
-    (figures,) = _run_benchmark(
+    (figures,) = run_benchmark(
         "bench_relative_attention_kernels.py",
         "--lengths", "24", "--batch", "2", "--heads", "2", "--head-dim", "16", "--clip", "3",
         "--warmup-steps", "1", "--steps", "1", "--repeats", "2",
@@ -290,15 +275,15 @@ def test_relative_attention_kernels_benchmark_line_is_consistent():
 def test_prepare_scale_benchmark_measures_each_size(tmp_path):
     """bench_prepare_scale.py at two tiny sizes of the demo grammar, bpe mode: one line per size
     with the whole tree's peak RSS, time, pairs/s and bytes written, then the summary."""
-    command = [sys.executable, "benchmarks/bench_prepare_scale.py", "--sizes", "300", "600"]
-    command += ["--valid-size", "50", "--vocab-size", "200", "--tmp-dir", str(tmp_path)]
-    result = run_tool(command, cwd=REPO_ROOT, timeout=300)
-    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    lines = run_benchmark(
+        "bench_prepare_scale.py", "--sizes", "300", "600", "--valid-size", "50",
+        "--vocab-size", "200", "--tmp-dir", str(tmp_path),
+    )  # fmt: skip
     assert [(figures["line"], figures.get("size")) for figures in lines] == [
         ("measurement", 300),
         ("measurement", 600),
         ("summary", None),
-    ], result.stdout
+    ], lines
     for figures in lines[:2]:
         assert figures["benchmark"] == "prepare_scale" and figures["mode"] == "bpe"
         assert figures["peak_rss_mib"] > 0 and figures["bytes_written"] > 0
@@ -316,7 +301,7 @@ def test_translate_speed_benchmark_line_is_consistent(demo_translation_run):
     """bench_translate_speed.py on the session's demo model, the test set once: both commands
     translate the same 500 sentences with the same hypotheses."""
     checkpoint = demo_translation_run / "work" / "checkpoints-morph" / "checkpoint_best.pt"
-    (figures,) = _run_benchmark(
+    (figures,) = run_benchmark(
         "bench_translate_speed.py", "--data", str(demo_translation_run / "data-bin"),
         "--path", str(checkpoint), "--copies", "1", "--repeats", "1",
     )  # fmt: skip

@@ -278,14 +278,13 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 if attn_mask.dtype == torch.bool
                 else attn_mask.to(q.dtype)
             )
-        if key_padding_mask is not None:
+        if key_padding_mask is not None and mask is not None:
+            padding = key_padding_mask.view(sentences, 1, 1, src_len).to(torch.bool)
+            mask = mask.masked_fill(padding, float("-inf"))
+        elif key_padding_mask is not None:
+            mask = padding_bias
             if mask is None:
-                mask = padding_bias
-                if mask is None:
-                    mask = self._padding_bias(key_padding_mask, q.dtype)
-            else:
-                padding = key_padding_mask.view(sentences, 1, 1, src_len).to(torch.bool)
-                mask = mask.masked_fill(padding, float("-inf"))
+                mask = self._padding_bias(key_padding_mask, q.dtype)
         dropout = self.dropout_module
         dropout_p = dropout.p if self.training or dropout.apply_during_inference else 0.0
         filler = F.scaled_dot_product_attention(

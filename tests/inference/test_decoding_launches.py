@@ -5,18 +5,13 @@ of fairseq's `transformer` step. What keeps it there: the attention's concatenat
 weights kept between steps, and the relative-position terms joined to the keys and values of the
 single query (modules/role_attention.py); without either the check fails."""
 
-import json
-import sys
-
-from conftest import REPO_ROOT, run_tool
+from conftest import run_benchmark
 
 RATIO_TARGET = 1.15
 
 
 def test_a_decoder_step_is_within_the_target():
-    command = [sys.executable, "benchmarks/bench_decoding_launches.py", "--widths", "small"]
-    result = run_tool(command, cwd=REPO_ROOT, timeout=300)
-    (line,) = [json.loads(text) for text in result.stdout.splitlines() if text.startswith("{")]
+    (line,) = run_benchmark("bench_decoding_launches.py", "--widths", "small")
     a, b = line["a"], line["b"]
     assert (a["arch"], b["arch"]) == ("tp_transformer_base", "transformer")
     assert line["search"]["steps"] + 1 == 9  # 8 tokens and EOS: 9 decoder calls, 8 alike

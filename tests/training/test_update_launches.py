@@ -8,20 +8,15 @@ has, and the TP-Transformer's whole update at most 1.25 times the stock Transfor
 fairseq's own per-tensor update (`--update stock`, what the repairs replace) the same counts grow
 with the tensors and miss the targets: the check fails if a per-tensor loop comes back."""
 
-import json
-import sys
-
 import pytest
-from conftest import REPO_ROOT, run_tool
+from conftest import run_benchmark
 
 TARGETS = {"adam": 60, "adafactor": 200}
 RATIO_TARGET = 1.25
 
 
 def _counts(*args: str) -> dict:
-    command = [sys.executable, "benchmarks/bench_update_launches.py", "--widths", "small", *args]
-    result = run_tool(command, cwd=REPO_ROOT, timeout=300)
-    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    lines = run_benchmark("bench_update_launches.py", "--widths", "small", *args)
     return {line["optimizer"]: line for line in lines}
 
 
