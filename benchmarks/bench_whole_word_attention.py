@@ -48,8 +48,13 @@ from fairseq_struct.modules.whole_word_attention import WholeWordAttention, atte
 
 logger = logging.getLogger("bench_whole_word_attention")
 
-TARGET_MEMORY_RATIO = 0.6
-TARGET_TIME_RATIO = 1.0
+# Issue 34: against fused attention (fairseq's MultiheadAttention), Whole-Word Attention at most
+# 2x the memory and time, the Shaw relative-position attention at most 1.5x the memory and 2x
+# the time (the times are GPU targets: a CPU line reports them, its figures say little).
+TARGET_MEMORY_RATIO = 2.0
+TARGET_TIME_RATIO = 2.0
+RELPOS_TARGET_MEMORY_RATIO = 1.5
+RELPOS_TARGET_TIME_RATIO = 2.0
 MIB = 2**20
 
 
@@ -173,6 +178,8 @@ def main(argv: List[str]) -> int:
     energies_formula = attention_energy_count(m, n, args.window)
     memory_ratio = peak_mib["wwa"] / peak_mib["mha"]
     time_ratio = median["wwa"] / median["mha"]
+    relpos_memory_ratio = peak_mib["relpos"] / peak_mib["mha"]
+    relpos_time_ratio = median["relpos"] / median["mha"]
     result = {
         "benchmark": "whole_word_attention",
         "device": str(device),
@@ -198,6 +205,8 @@ def main(argv: List[str]) -> int:
         "time_ratio_cpu_time": (
             round(median_cpu["wwa"] / median_cpu["mha"], 4) if device.type == "cpu" else None
         ),
+        "relpos_memory_ratio": round(relpos_memory_ratio, 4),
+        "relpos_time_ratio": round(relpos_time_ratio, 4),
         "memory_ratio_vs_relpos": round(peak_mib["wwa"] / peak_mib["relpos"], 4),
         "time_ratio_vs_relpos": round(median["wwa"] / median["relpos"], 4),
         "energies_per_head_measured": energies_measured,
@@ -206,10 +215,17 @@ def main(argv: List[str]) -> int:
         "energy_ratio_vs_full": round(energies_measured / (n * n), 4),
         "repeats": args.repeats,
         "seed": args.seed,
-        "target": {"memory_ratio": TARGET_MEMORY_RATIO, "time_ratio": TARGET_TIME_RATIO},
+        "target": {
+            "memory_ratio": TARGET_MEMORY_RATIO,
+            "time_ratio": TARGET_TIME_RATIO,
+            "relpos_memory_ratio": RELPOS_TARGET_MEMORY_RATIO,
+            "relpos_time_ratio": RELPOS_TARGET_TIME_RATIO,
+        },
         "meets_target": {
             "memory_ratio": memory_ratio <= TARGET_MEMORY_RATIO,
             "time_ratio": time_ratio <= TARGET_TIME_RATIO,
+            "relpos_memory_ratio": relpos_memory_ratio <= RELPOS_TARGET_MEMORY_RATIO,
+            "relpos_time_ratio": relpos_time_ratio <= RELPOS_TARGET_TIME_RATIO,
             "energies_match_formula": energies_measured == energies_formula,
         },
     }

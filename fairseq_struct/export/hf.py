@@ -430,7 +430,6 @@ def _attention_options(checkpoint: FairseqCheckpoint) -> Dict[str, Any]:
         values.update(
             wwa_window=wwa.window,
             wwa_max_relative_position=wwa.word_relative_positions.max_relative_position,
-            wwa_block_size=wwa.window_block_size,
             relative_positions=0,  # WWA has its own relative positions
         )
     return values

@@ -30,6 +30,13 @@ from fairseq.incremental_decoding_utils import FairseqIncrementalState, with_inc
 from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor, nn
 
+from fairseq_struct.modules.blockwise_relative_attention import (
+    active_dropout,
+    attention_bias,
+    blockwise_relative_attention,
+    worth_blocking,
+)
+from fairseq_struct.modules.joined_parameters import joined, pack_adjacent
 from fairseq_struct.modules.relative_position import RelativePositionEmbeddings
 
 IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
@@ -89,8 +96,6 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         # Set by fairseq's SequenceGenerator through the model (see set_beam_size).
         self.beam_size = 1
         self.dropout_module = FairseqDropout(dropout, module_name=self.__class__.__name__)
-        # Concatenated projection weights for decoding (see _concatenated); not state.
-        self._concatenated_cache: Dict[Tuple[int, ...], Tuple[tuple, Tuple[Tensor, Tensor]]] = {}
 
         self.q_proj = nn.Linear(embed_dim, self.inner_dim)
         self.k_proj = nn.Linear(kdim or embed_dim, self.inner_dim)
@@ -105,6 +110,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
             else None
         )
         self.reset_parameters()
+        self._pack_projections()
 
     def reset_parameters(self) -> None:
         # fairseq's scaled initialisation for q/k/v (it converges better, see MultiheadAttention).
@@ -120,37 +126,48 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 nn.init.normal_(self.role_proj.weight, mean=0.0, std=self.head_dim**-0.5)
             nn.init.constant_(self.role_proj.bias, 0.0)
 
+    def _input_projections(self) -> List[nn.Linear]:
+        """q, role, k, v: the order of their rows in memory (see _pack_projections)."""
+        projections = [self.q_proj, self.role_proj, self.k_proj, self.v_proj]
+        return [projection for projection in projections if projection is not None]
+
+    def _pack_projections(self) -> None:
+        """The input projections' weights (and biases) one after another in one storage, so that
+        self-attention's q, role, k, v and cross-attention's q, role and k, v are each one view
+        (see joined_parameters); projections with different input sizes (kdim, vdim) are
+        packed in the runs that share one."""
+        projections = self._input_projections()
+        runs = [projections]
+        if len({projection.in_features for projection in projections}) > 1:
+            runs = [projections[:-2], projections[-2:]]  # [q, role] and [k, v]
+        for run in runs:
+            if len({projection.in_features for projection in run}) == 1:
+                pack_adjacent([projection.weight for projection in run])
+                pack_adjacent([projection.bias for projection in run])
+
+    def _apply(self, fn, *args, **kwargs):
+        module = super()._apply(fn, *args, **kwargs)
+        self._pack_projections()  # .to(), .half(), ... give each parameter its own storage
+        return module
+
+    def __setstate__(self, state) -> None:
+        super().__setstate__(state)
+        self._pack_projections()  # a deep copy or unpickling copies each parameter apart
+
     def _project(self, x: Tensor, *projections: Optional[nn.Linear]) -> List[Optional[Tensor]]:
         """Each projection of x (None for a missing one, the role without roles), from one
-        matrix product of the concatenated weights: fewer kernel launches, and one product for
-        x's gradient in the backward. The weights stay separate parameters, as in checkpoints."""
+        matrix product of the joined weights (adjacent in memory: a view, no copy): fewer
+        kernel launches, and one product for x's gradient in the backward. The weights stay
+        separate parameters, as in checkpoints."""
         present = [projection for projection in projections if projection is not None]
         if len(present) == 1:
             outputs = [present[0](x)]
         else:
-            weight, bias = self._concatenated(present)
+            weight = joined([projection.weight for projection in present])
+            bias = joined([projection.bias for projection in present])
             sizes = [projection.out_features for projection in present]
             outputs = list(F.linear(x, weight, bias).split(sizes, dim=-1))
         return [None if projection is None else outputs.pop(0) for projection in projections]
-
-    def _concatenated(self, projections: List[nn.Linear]) -> Tuple[Tensor, Tensor]:
-        """The projections' weights and biases, concatenated. Without autograd (decoding), kept
-        until a parameter changes (its version counter, memory, dtype or device): a beam
-        search's steps then launch no concatenation."""
-        parameters = [t for projection in projections for t in (projection.weight, projection.bias)]
-        if torch.is_grad_enabled() or torch.compiler.is_compiling():
-            return torch.cat(parameters[0::2]), torch.cat(parameters[1::2])
-        key = tuple(id(projection) for projection in projections)
-        stamp = tuple((t._version, t.data_ptr(), t.dtype, t.device) for t in parameters)
-        cached = self._concatenated_cache.get(key)
-        if cached is None or cached[0] != stamp:
-            weights = torch.cat(parameters[0::2]), torch.cat(parameters[1::2])
-            cached = self._concatenated_cache[key] = (stamp, weights)
-        return cached[1]
-
-    def _apply(self, fn, *args, **kwargs):
-        self._concatenated_cache.clear()  # .to(), .half(), ...: the next call makes them again
-        return super()._apply(fn, *args, **kwargs)
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """(time, batch, heads * head_dim) -> (batch, heads, time, head_dim)."""
@@ -179,13 +196,13 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         )
 
         if self.self_attention:
-            # Queries, keys, values and roles of one input: one matrix product.
-            q, k, v, role = self._project(
-                query, self.q_proj, self.k_proj, self.v_proj, self.role_proj
+            # Queries, roles, keys and values of one input: one matrix product.
+            q, role, k, v = self._project(
+                query, self.q_proj, self.role_proj, self.k_proj, self.v_proj
             )
         else:
             q, role = self._project(query, self.q_proj, self.role_proj)
-        q = self._split_heads(q * self.scaling)
+        q = self._split_heads(q)  # scaled in each path below (the blockwise one by blocks)
         if saved_state is not None and static_kv and "prev_key" in saved_state:
             # Cross-attention keys/values of the encoder output were computed at the first step.
             k, v = saved_state["prev_key"], saved_state["prev_value"]
@@ -225,11 +242,16 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                     padding_bias = self._padding_bias(key_padding_mask, q.dtype)
                     saved_state["prev_key_padding_bias"] = padding_bias
                 self._set_input_buffer(incremental_state, saved_state)
-        if self.relative_positions is None and not need_weights and not before_softmax:
-            filler = self._fused_attention(q, k, v, key_padding_mask, attn_mask, padding_bias)
+        probabilities_needed = need_weights or before_softmax
+        if self.relative_positions is None and not probabilities_needed:
+            filler = self._fused_attention(
+                q * self.scaling, k, v, key_padding_mask, attn_mask, padding_bias
+            )
+        elif not probabilities_needed and self._blocks_pay(q, k):
+            filler = self._blockwise_attention(q, k, v, key_padding_mask, attn_mask)
         else:
             filler, attn_probs = self._explicit_attention(
-                q, k, v, key_padding_mask, attn_mask, before_softmax
+                q * self.scaling, k, v, key_padding_mask, attn_mask, before_softmax
             )
             if before_softmax:
                 return filler, v
@@ -285,8 +307,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
             mask = padding_bias
             if mask is None:
                 mask = self._padding_bias(key_padding_mask, q.dtype)
-        dropout = self.dropout_module
-        dropout_p = dropout.p if self.training or dropout.apply_during_inference else 0.0
+        dropout_p = active_dropout(self.dropout_module)
         filler = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=1.0
         )
@@ -294,6 +315,41 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
             filler = filler.view(sentences, heads, beams, tgt_len, head_dim).transpose(1, 2)
             filler = filler.reshape(bsz, heads, tgt_len, head_dim)
         return filler
+
+    def _blocks_pay(self, q: Tensor, k: Tensor) -> bool:
+        """Whether the relative-position attention runs by query blocks: a full forward (not a
+        decoding step) long enough for its T x T tensors to matter (see worth_blocking)."""
+        bsz, _, tgt_len, _ = q.shape
+        return (
+            tgt_len > 1
+            and k.size(0) == bsz
+            and worth_blocking(self.head_dim, tgt_len, k.size(2), q.device)
+        )
+
+    def _blockwise_attention(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        key_padding_mask: Optional[Tensor],
+        attn_mask: Optional[Tensor],
+    ) -> Tensor:
+        """The relative-position attention without the T x T probabilities stored for the
+        backward (see blockwise_relative_attention): the same filler as _explicit_attention."""
+        assert self.relative_positions is not None
+        relative = self.relative_positions
+        dropout_p = active_dropout(self.dropout_module)
+        return blockwise_relative_attention(
+            q,
+            k,
+            v,
+            relative.relative_keys,
+            relative.relative_values,
+            relative.bucket_index(q.size(2), k.size(2), q.device),
+            *attention_bias(key_padding_mask, attn_mask, q.dtype),
+            self.scaling,
+            dropout_p,
+        )
 
     @staticmethod
     def _padding_bias(key_padding_mask: Tensor, dtype: torch.dtype) -> Tensor:

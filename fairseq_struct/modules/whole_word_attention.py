@@ -10,11 +10,12 @@ This module returns mha_wwa(x) + mha_wind(x); the caller adds the residual x.
   output is copied back to its tokens (z_i = ŷ_F(i)).
 - mha_wind: every token attends to the tokens at most w positions away (2w+1 keys, itself
   included) with relative positions d^K_{j-i}, d^V_{j-i} (eqs. 3-4 of the paper); one table row
-  per offset, since the window lies inside the clipping distance. The band is computed in
-  blocks (Longformer's sliding chunks): each block of b queries meets the b + 2w keys around it
-  in one batched matmul, and the (T, 2w+1) band is read out of the (b, b + 2w) block energies
-  with a strided view; the weighted values go back the same way. Time and memory are linear in
-  T and no T x T matrix exists.
+  per offset, since the window lies inside the clipping distance. The (T, 2w+1) band is made
+  one offset at a time from slices of the padded keys and values: time and memory linear in T,
+  no T x T matrix, and nothing the size of the window's overlapping key blocks kept for the
+  backward.
+- With m above twice the head size, the word attention runs by query blocks
+  (blockwise_relative_attention): no m x m probabilities kept for the backward.
 
 Half precision (fp16/bf16): the softmaxes run in fp32 and the word averages (eq. 8) accumulate
 in fp32; both are cast back to the input dtype. No step reads a tensor back to the host: the
@@ -32,6 +33,11 @@ import torch
 from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor, nn
 
+from fairseq_struct.modules.blockwise_relative_attention import (
+    active_dropout,
+    blockwise_relative_attention,
+    worth_blocking,
+)
 from fairseq_struct.modules.relative_position import RelativePositionEmbeddings
 
 
@@ -109,21 +115,15 @@ class WholeWordAttention(nn.Module):
         window: int = 5,
         max_relative_position: int = 16,
         dropout: float = 0.0,
-        window_block_size: int = 16,
     ) -> None:
         super().__init__()
         if embed_dim % num_heads != 0:
             raise ValueError(f"embed_dim {embed_dim} is not a multiple of num_heads {num_heads}")
         if window < 1:
             raise ValueError(f"window must be >= 1, got {window}")
-        if window_block_size < 1:
-            raise ValueError(f"window_block_size must be >= 1, got {window_block_size}")
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.window = window
-        # Queries per block of the banded window attention: any size gives the same outputs;
-        # each block computes b x (b + 2w) energies to keep b x (2w + 1) of them.
-        self.window_block_size = window_block_size
         head_dim = embed_dim // num_heads
         self.word_attention = AttentionProjections(embed_dim, num_heads)
         self.word_relative_positions = RelativePositionEmbeddings(max_relative_position, head_dim)
@@ -185,70 +185,65 @@ class WholeWordAttention(nn.Module):
         q, k, v = self.word_attention.queries_keys_values(words)
         relative = self.word_relative_positions
         bucket_index = relative.bucket_index(num_words, num_words, tokens.device)
-        energies = torch.matmul(q, k.transpose(2, 3)) + relative.key_logits(q, bucket_index)
-        probs = self._masked_softmax(energies, word_padding_mask[:, None, None, :])
-        heads = torch.matmul(probs, v) + relative.value_term(probs, bucket_index)
+        if worth_blocking(q.size(-1), num_words, num_words, tokens.device):
+            # By query blocks, no m x m tensor kept for the backward: the same heads.
+            accumulate = torch.promote_types(q.dtype, torch.float32)
+            masked = word_padding_mask[:, None, None, :]
+            key_bias = torch.zeros(masked.shape, dtype=accumulate, device=q.device)
+            key_bias = key_bias.masked_fill(masked, torch.finfo(accumulate).min)
+            heads = blockwise_relative_attention(
+                q,
+                k,
+                v,
+                relative.relative_keys,
+                relative.relative_values,
+                bucket_index,
+                key_bias,
+                dropout_p=active_dropout(self.dropout_module),
+            )
+        else:
+            energies = torch.matmul(q, k.transpose(2, 3)) + relative.key_logits(q, bucket_index)
+            probs = self._masked_softmax(energies, word_padding_mask[:, None, None, :])
+            heads = torch.matmul(probs, v) + relative.value_term(probs, bucket_index)
         word_outputs = self.word_attention.output(heads)
         # z_i = ŷ_F(i): every token gets its word's output.
         token_to_word = word_index.unsqueeze(-1).expand(-1, -1, word_outputs.size(-1))
-        return word_outputs.gather(1, token_to_word), batch * energies.size(-2) * energies.size(-1)
+        return word_outputs.gather(1, token_to_word), batch * num_words * num_words
 
     def windowed_attention(
         self, tokens: Tensor, key_padding_mask: Optional[Tensor]
     ) -> Tuple[Tensor, int]:
         """mha_wind of tokens (B, T, C): (B, T, C) output and energy values per head.
 
-        The band of energies (B, H, T, 2w+1), offset o being key i + o - w of query i, comes from
-        blocks: query block c (queries cb .. cb+b-1) against its extended key block (keys
-        cb-w .. cb+b-1+w, i.e. rows cb .. cb+b+2w-1 of the keys padded with w zeros in front),
-        one batched matmul for all blocks. Row r of a block needs columns r .. r+2w of its
-        (b, b+2w) energies: element (r, o) of the band lies at r(b+2w+1) + o of the flattened
-        block, a strided view. The weights go back to (b, b+2w) blocks by the inverse shift
-        (pad each row with b zeros, flatten, drop the last b) for one matmul with the values.
+        The band of energies (B, H, T, 2w+1), offset o being key i + o - w of query i, is made
+        one offset at a time from the keys padded with w zeros each side: q · k[o : o + T]
+        along d, then the weighted values Σ_o p_o v[o : o + T] the same way. Every term is a
+        slice of the padded keys or values (no copy); what the backward keeps is q, k, v and
+        the (B, H, T, 2w+1) weights, nothing that grows with the window's overlap.
         """
         batch, length, _ = tokens.shape
         w = self.window
         span = 2 * w + 1
-        block = self.window_block_size
-        num_blocks = -(-length // block)
-        padded_length = num_blocks * block
-        extended = block + 2 * w
         q, k, v = self.window_attention.queries_keys_values(tokens)
-        heads_shape = q.shape[:2]
         relative = self.window_relative_positions
-
-        # Queries padded to whole blocks (the extra ones are dropped at the end), in one
-        # contiguous (B, H, T', d) copy that both matmuls read as a view.
-        if padded_length > length:
-            q = nn.functional.pad(q, (0, 0, 0, padded_length - length))
-        else:
-            q = q.contiguous()  # a pad by nothing would keep the (B, T, H, d) layout
-        blocked = (*heads_shape, num_blocks, block)
-        # (B, H, blocks, d, b + 2w) and (B, H, blocks, b + 2w, d): overlapping windows, views.
-        key_padding = (0, 0, w, w + padded_length - length)
-        k_blocks = nn.functional.pad(k, key_padding).unfold(2, extended, block)
-        v_blocks = nn.functional.pad(v, key_padding).unfold(2, extended, block).transpose(-1, -2)
-        block_energies = torch.matmul(q.view(*blocked, -1), k_blocks)
-        band = block_energies.flatten(-2).unfold(-1, span, extended + 1)
+        padded_keys = nn.functional.pad(k, (0, 0, w, w))
+        padded_values = nn.functional.pad(v, (0, 0, w, w))
+        band = torch.stack(
+            [(q * padded_keys[:, :, o : o + length]).sum(-1) for o in range(span)], dim=-1
+        )
         # Offset o is row o of the relative table (clipping at w): q_i · d^K_{j-i} is a matmul.
-        relative_energies = torch.matmul(q, relative.relative_keys.transpose(0, 1))
-        energies = (band + relative_energies.view(*blocked, span)).view(q.shape[:-1] + (span,))
+        energies = band + torch.matmul(q, relative.relative_keys.transpose(0, 1))
 
         if key_padding_mask is None:
             key_padding_mask = torch.zeros(batch, length, dtype=torch.bool, device=tokens.device)
         # Keys outside the sequence count as padding.
-        outside = nn.functional.pad(key_padding_mask, (w, w + padded_length - length), value=True)
-        outside = outside.unfold(1, span, 1)
+        outside = nn.functional.pad(key_padding_mask, (w, w), value=True).unfold(1, span, 1)
         probs = self._masked_softmax(energies, outside[:, None, :, :])
 
-        # Row r shifted right by r: pad every row with b zeros, flatten the block, drop b.
-        block_probs = nn.functional.pad(probs, (0, block)).view(*heads_shape, num_blocks, -1)
-        block_probs = block_probs[..., : block * extended].view(*blocked, extended)
-        heads = torch.matmul(block_probs, v_blocks).view(q.shape)
-        heads = heads + torch.matmul(probs, relative.relative_values)
-        # Energies of the band, as eq. 9 counts them; the block matmul evaluates
-        # (b + 2w) / (2w + 1) times as many dot products and keeps the band.
-        return self.window_attention.output(heads[:, :, :length]), batch * length * span
+        heads = torch.matmul(probs, relative.relative_values)
+        for o in range(span):
+            heads = heads + probs[..., o : o + 1] * padded_values[:, :, o : o + length]
+        return self.window_attention.output(heads), batch * length * span
 
     def _masked_softmax(self, energies: Tensor, mask: Tensor) -> Tensor:
         # The dtype's lowest finite value rather than -inf: a padding token whose whole window is

@@ -7,6 +7,7 @@ import torch
 from torch import Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from fairseq_struct.modules.blockwise_relative_attention import query_block_rows
 from fairseq_struct.modules.whole_word_attention import (
     WholeWordAttention,
     attention_energy_count,
@@ -22,7 +23,6 @@ def build(
     embed_dim: int = EMBED_DIM,
     heads: int = HEADS,
     dropout: float = 0.0,
-    window_block_size: int = 16,
 ):
     torch.manual_seed(0)
     attention = WholeWordAttention(
@@ -31,7 +31,6 @@ def build(
         window=window,
         max_relative_position=MAX_REL,
         dropout=dropout,
-        window_block_size=window_block_size,
     )
     # Non-zero biases so that the reference also checks where the biases enter.
     with torch.no_grad():
@@ -150,7 +149,8 @@ def test_long_padding_gives_finite_gradients():
 
 
 class ShapeRecorder(TorchDispatchMode):
-    """Records the shape of every tensor an aten op returns, forward and backward."""
+    """Records the shape of every floating-point tensor an aten op returns, forward and
+    backward (not the integer bucket-index table, shared by the layers and read by views)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -159,7 +159,7 @@ class ShapeRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, (tuple, list)) else [out]:
-            if isinstance(t, Tensor):
+            if isinstance(t, Tensor) and t.is_floating_point():
                 self.shapes.append(tuple(t.shape))
         return out
 
@@ -168,17 +168,26 @@ def has_square(shapes, n: int) -> bool:
     return any(sum(size >= n for size in shape) >= 2 for shape in shapes)
 
 
-def test_no_n_by_n_tensor_in_forward_or_backward():
+@pytest.mark.parametrize("tokens_per_word", [2, 16])
+def test_no_n_by_n_tensor_in_forward_or_backward(tokens_per_word):
+    """No T x T tensor; the word attention m x m only while m is at most twice the head size
+    (8 here: 4 words), by query blocks above it (32 words: blocks of 2 rows)."""
     n = 64
+    m = n // tokens_per_word
     attention = build(window=5)
-    words = [j // 2 for j in range(n)]  # m = n / 2 words: the word attention is m x m
+    words = [j // tokens_per_word for j in range(n)]
     x, word_index, _ = padded_batch([words])
     x.requires_grad_(True)
     with ShapeRecorder() as recorder:
-        attention(x, word_index, None, num_words=n // 2).sum().backward()
+        attention(x, word_index, None, num_words=m).sum().backward()
     assert not has_square(recorder.shapes, n)
-    assert (1, HEADS, n // 2, n // 2) in recorder.shapes
-    assert (1, HEADS, n, 11) in recorder.shapes
+    assert (1, HEADS, n, 11) in recorder.shapes  # the window's band
+    rows = query_block_rows(EMBED_DIM // HEADS, m, m, x.device)
+    if m > 2 * EMBED_DIM // HEADS:
+        assert not has_square(recorder.shapes, m)
+        assert (1, HEADS, rows, m) in recorder.shapes
+    else:
+        assert (1, HEADS, m, m) in recorder.shapes
 
 
 def test_shape_recorder_detects_dense_attention():
@@ -290,12 +299,10 @@ def reference_window(
 
 
 @pytest.mark.parametrize("window", [1, 2, 3])
-@pytest.mark.parametrize("block", [1, 2, 5, 16])
-def test_banded_window_matches_per_offset_reference(window, block):
-    """Forward and gradients of the blocked band against the per-offset loop, with padding,
-    windows crossing both sequence edges, lengths that are not multiples of the block, and
-    sequences shorter than the window."""
-    attention = build(window=window, window_block_size=block)
+def test_banded_window_matches_per_offset_reference(window):
+    """Forward and gradients of the band against the per-offset loop over gathered keys, with
+    padding, windows crossing both sequence edges, and sequences shorter than the window."""
+    attention = build(window=window)
     lengths = [13, 5, 1, 2]
     x, _, padding = padded_batch([list(range(n)) for n in lengths])
     tokens = x.transpose(0, 1)
@@ -326,7 +333,7 @@ def test_banded_window_matches_per_offset_reference(window, block):
 
 
 def test_banded_window_without_padding_mask_matches_reference():
-    attention = build(window=3, window_block_size=4)
+    attention = build(window=3)
     tokens = torch.randn(2, 10, EMBED_DIM)
     with torch.no_grad():
         torch.testing.assert_close(
@@ -376,7 +383,10 @@ def test_half_precision_softmaxes_run_in_fp32_and_match_fp32(dtype):
         out[~padding.t()].float().sum().backward()
     assert out.dtype == dtype
     assert recorder.dtypes and all(d == torch.float32 for _, d in recorder.dtypes), recorder.dtypes
-    assert len(recorder.dtypes) == 4  # word and window attention, forward and backward
+    # The window attention forward and backward; the 20 word slots (above twice the head
+    # size) by query blocks, each block's softmax made in the forward and again in the backward.
+    blocks = -(-20 // query_block_rows(EMBED_DIM // HEADS, 20, 20, x.device))
+    assert len(recorder.dtypes) == 2 + 2 * blocks
     assert torch.isfinite(out).all() and torch.isfinite(half_x.grad).all()
     assert all(torch.isfinite(p.grad).all() for p in attention.parameters())
     tolerance = 2e-2 if dtype == torch.float16 else 1e-1
