@@ -25,7 +25,7 @@ from fairseq_struct.eval.almost_stochastic_order import (
     almost_stochastic_order,
 )
 from fairseq_struct.grid.curves import last_update, validation_curve
-from fairseq_struct.grid.encoders import ENCODERS, EncoderGrid, grid_steps
+from fairseq_struct.grid.encoder_runs import ENCODERS, EncoderGrid, grid_steps
 from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
 from fairseq_struct.grid.seed_summary import mean_and_std, mean_std_text, seeds_text

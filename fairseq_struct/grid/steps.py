@@ -242,3 +242,18 @@ def _now() -> str:
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     text = path.read_text(encoding="utf-8", errors="replace").splitlines()
     return "\n".join(text[-lines:])
+
+
+def scripts_dir() -> Path:
+    """The checkout's scripts/ (the grid runs them).
+
+    Raises:
+        GridError: the package is not run from a checkout.
+    """
+    scripts = Path(__file__).resolve().parents[2] / "scripts"
+    if not (scripts / "train-en-tr.sh").is_file():
+        raise GridError(
+            f"the grid runs the project's scripts, which are not beside the package ({scripts}): "
+            "run it from a clone of fairseq-struct (make venv installs it there)"
+        )
+    return scripts

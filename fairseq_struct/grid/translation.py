@@ -22,175 +22,20 @@ installs the project). Layout of --out:
 
 import argparse
 import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 from fairseq_struct.grid.command_line import add_assignment_option, positive_float, run_grid
-from fairseq_struct.grid.steps import GridError, Step
-
-MODES = ("bpe", "morph")
-ARCHITECTURES = ("transformer_relpos", "tp_transformer")
-# The four systems of seed 004's Table 4; the first is the baseline of the significance tests.
-DEFAULT_SYSTEMS = (
-    ("bpe", "transformer_relpos"),
-    ("morph", "transformer_relpos"),
-    ("bpe", "tp_transformer"),
-    ("morph", "tp_transformer"),
+from fairseq_struct.grid.steps import GridError
+from fairseq_struct.grid.translation_runs import (
+    ARCHITECTURES,
+    DEFAULT_MAX_UPDATE,
+    DEFAULT_SYSTEMS,
+    PROFILE_ARCH_SIZE,
+    System,
+    TranslationGrid,
+    grid_steps,
 )
-# Each profile of train-en-tr.sh with the size of architecture it trains.
-PROFILE_ARCH_SIZE = {"cpu": "tiny", "paper": "base"}
-DEFAULT_MAX_UPDATE = {"cpu": 2000, "paper": 100000}
-# An architecture's peak rate where the profile's one rate (train-en-tr.sh's) handicaps it on
-# real text: the TP-Transformer's at 0.003 (docs/results/en-tr-tp-analysis.md); the demo's
-# synthetic grammar favours 0.003 for both, so the script keeps it.
-PROFILE_ARCH_LR = {"cpu": {"tp_transformer": 0.006}, "paper": {}}
-
-
-@dataclass(frozen=True)
-class System:
-    mode: str  # "bpe" or "morph"
-    arch: str  # model family: "transformer_relpos" or "tp_transformer"
-
-    @property
-    def name(self) -> str:
-        return f"{self.mode}-{self.arch}"
-
-    @classmethod
-    def parse(cls, spec: str) -> "System":
-        """`mode:arch`, e.g. `morph:tp_transformer`."""
-        mode, _, arch = spec.partition(":")
-        if mode not in MODES or arch not in ARCHITECTURES:
-            raise ValueError(
-                f"system {spec!r}: expected MODE:ARCH with MODE one of {', '.join(MODES)} and "
-                f"ARCH one of {', '.join(ARCHITECTURES)} (e.g. morph:tp_transformer)"
-            )
-        return cls(mode, arch)
-
-
-@dataclass(frozen=True)
-class TranslationGrid:
-    train: str  # prefixes: PREFIX.<src> and PREFIX.<tgt>, raw text
-    valid: str
-    test: str
-    tgt_lang: str
-    out: Path
-    src_lang: str = "en"
-    profile: str = "cpu"
-    max_update: int = DEFAULT_MAX_UPDATE["cpu"]
-    seeds: Tuple[int, ...] = (1,)
-    systems: Tuple[System, ...] = tuple(System(*pair) for pair in DEFAULT_SYSTEMS)
-    vocab_size: int = 8000
-    workers: int = 1  # preparation processes
-    threads: int = 1  # OMP_NUM_THREADS of training and evaluation
-    cpu: bool = True
-    beam: int = 5
-    lr: Optional[float] = None  # the profile's by default
-    arch_lr: Tuple[Tuple[str, float], ...] = ()  # (arch, peak rate): overrides lr for that arch
-    train_args: Tuple[str, ...] = ()  # more fairseq-train options, the same for every system
-    segmentation_cache: Optional[str] = None
-
-    @property
-    def modes(self) -> List[str]:
-        return [mode for mode in MODES if any(system.mode == mode for system in self.systems)]
-
-    def data_dir(self, mode: str) -> Path:
-        return self.out / "data" / mode
-
-    def run_dir(self, system: System, seed: int) -> Path:
-        return self.out / "runs" / f"{system.name}-seed{seed}"
-
-    def peak_lr(self, system: System) -> Optional[float]:
-        """The system's peak learning rate: its architecture's (--arch-lr), else --lr, else
-        the profile's rate for its architecture; None leaves train-en-tr.sh's profile default."""
-        default = self.lr if self.lr is not None else PROFILE_ARCH_LR[self.profile].get(system.arch)
-        return dict(self.arch_lr).get(system.arch, default)
-
-    def arch_name(self, system: System) -> str:
-        return f"{system.arch}_{PROFILE_ARCH_SIZE[self.profile]}"
-
-    def to_json(self) -> Dict[str, object]:
-        record = asdict(self)
-        record["out"] = str(self.out)
-        record["systems"] = [system.name for system in self.systems]
-        return record
-
-
-def scripts_dir() -> Path:
-    """The checkout's scripts/ (the grid runs them).
-
-    Raises:
-        GridError: the package is not run from a checkout.
-    """
-    scripts = Path(__file__).resolve().parents[2] / "scripts"
-    if not (scripts / "train-en-tr.sh").is_file():
-        raise GridError(
-            f"the grid runs the project's scripts, which are not beside the package ({scripts}): "
-            "run it from a clone of fairseq-struct (make venv installs it there)"
-        )
-    return scripts
-
-
-def prepare_step(grid: TranslationGrid, mode: str, scripts: Path) -> Step:
-    command = [
-        "bash", str(scripts / "prepare-parallel.sh"),
-        "--src-lang", grid.src_lang, "--tgt-lang", grid.tgt_lang,
-        "--train", grid.train, "--valid", grid.valid, "--test", grid.test,
-        "--mode", mode, "--vocab-size", str(grid.vocab_size), "--workers", str(grid.workers),
-        "--out", str(grid.data_dir(mode)),
-    ]  # fmt: skip
-    if mode == "morph" and grid.segmentation_cache:
-        command += ["--segmentation-cache", grid.segmentation_cache]
-    return Step(f"data {mode}", "prepare", command, grid.data_dir(mode))
-
-
-def train_step(grid: TranslationGrid, system: System, seed: int, scripts: Path) -> Step:
-    run = grid.run_dir(system, seed)
-    command = [
-        "bash", str(scripts / "train-en-tr.sh"), "--profile", grid.profile,
-        "--data", str(grid.data_dir(system.mode)), "--save-dir", str(run / "checkpoints"),
-        "--arch", grid.arch_name(system), "--max-update", str(grid.max_update),
-    ]  # fmt: skip
-    lr = grid.peak_lr(system)
-    if lr is not None:
-        command += ["--lr", str(lr)]
-    if grid.cpu:
-        command.append("--cpu")
-    command += ["--", "--seed", str(seed), "--num-workers", "0", *grid.train_args]
-    return Step(_label(system, seed), "train", command, run, _threads(grid))
-
-
-def evaluate_step(grid: TranslationGrid, system: System, seed: int, scripts: Path) -> Step:
-    run = grid.run_dir(system, seed)
-    data = grid.data_dir(system.mode)
-    command = [
-        "bash", str(scripts / "evaluate.sh"), str(data),
-        str(run / "checkpoints" / "checkpoint_best.pt"),
-        str(data / f"test.raw.{grid.tgt_lang}"), str(run / "eval"), "--beam", str(grid.beam),
-    ]  # fmt: skip
-    if grid.cpu:
-        command += ["--", "--cpu"]
-    return Step(_label(system, seed), "evaluate", command, run, _threads(grid))
-
-
-def grid_steps(grid: TranslationGrid) -> List[Step]:
-    """Every preparation first (bad input stops the grid before any training), then each run's
-    training and evaluation, seed by seed, so that a first seed of every system comes early."""
-    scripts = scripts_dir()
-    steps = [prepare_step(grid, mode, scripts) for mode in grid.modes]
-    for seed in grid.seeds:
-        for system in grid.systems:
-            steps.append(train_step(grid, system, seed, scripts))
-            steps.append(evaluate_step(grid, system, seed, scripts))
-    return steps
-
-
-def _label(system: System, seed: int) -> str:
-    return f"{system.mode} + {system.arch}, seed {seed}"
-
-
-def _threads(grid: TranslationGrid) -> Dict[str, str]:
-    return {"OMP_NUM_THREADS": str(grid.threads)}
 
 
 def _system_argument(spec: str) -> System:

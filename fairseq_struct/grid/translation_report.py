@@ -36,7 +36,7 @@ from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
 from fairseq_struct.grid.seed_summary import mean_and_std, mean_std_text, seeds_text
 from fairseq_struct.grid.steps import GridError, marker_record, wall_seconds
-from fairseq_struct.grid.translation import System, TranslationGrid, grid_steps
+from fairseq_struct.grid.translation_runs import System, TranslationGrid, grid_steps
 from fairseq_struct.morph.corpus_io import atomic_write_json
 
 METRICS = ("BLEU", "chrF", "chrF++")

@@ -4,13 +4,8 @@ fine-tuning + prediction per encoder, task, initialisation and seed."""
 
 import pytest
 
-from fairseq_struct.grid.encoders import (
-    EncoderGrid,
-    build_parser,
-    check_task_files,
-    grid_from_args,
-    grid_steps,
-)
+from fairseq_struct.grid.encoder_runs import EncoderGrid, check_task_files, grid_steps
+from fairseq_struct.grid.encoders import build_parser, grid_from_args
 from fairseq_struct.grid.steps import GridError
 
 REQUIRED_ARGUMENTS = ["--pretrain-train", "t", "--pretrain-valid", "v", "--tasks-dir", "d"]

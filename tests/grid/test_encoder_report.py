@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from fairseq_struct.grid.encoder_report import write_report
-from fairseq_struct.grid.encoders import EncoderGrid
+from fairseq_struct.grid.encoder_runs import EncoderGrid
 
 SEEDS = (1, 2, 3, 4, 5)
 ITERATIONS = 100  # ASO's bootstrap (1,000 in a report): the differences here are large

@@ -4,7 +4,8 @@ TP-Transformer passed, the others left to the script); a bad --arch-lr is refuse
 
 import pytest
 
-from fairseq_struct.grid.translation import build_parser, grid_from_args, grid_steps
+from fairseq_struct.grid.translation import build_parser, grid_from_args
+from fairseq_struct.grid.translation_runs import grid_steps
 
 ARGUMENTS = ["--train", "raw/train", "--valid", "raw/valid", "--test", "raw/test"]
 ARGUMENTS += ["--tgt-lang", "tr", "--out", "grids/en-tr"]

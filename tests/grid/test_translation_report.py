@@ -7,8 +7,8 @@ import statistics
 import pytest
 
 from fairseq_struct.eval.score import corpus_scores
-from fairseq_struct.grid.translation import System, TranslationGrid
 from fairseq_struct.grid.translation_report import write_report
+from fairseq_struct.grid.translation_runs import System, TranslationGrid
 
 REFERENCES = [
     "Kitabı okudum.",

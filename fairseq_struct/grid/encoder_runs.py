@@ -1,0 +1,282 @@
+"""What the encoder grid runs (`python -m fairseq_struct.grid.encoders`): the named encoders,
+the grid's settings and its steps (data, pretraining, fine-tuning, scores), shared by the
+command and its report (`grid.encoder_report`)."""
+
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+from fairseq_struct.commands import environment_tool
+from fairseq_struct.grid.steps import GridError, Step, scripts_dir
+
+TASKS = ("ner", "pos", "sentiment", "qa")
+INITS = ("pretrained", "scratch")
+PROFILES = ("cpu", "paper")
+# The raw test files of a task in --tasks-dir/<task>/ (downstream.prepare's formats).
+TASK_FILES = {
+    "ner": "{split}.conll",
+    "pos": "{split}.conllu",
+    "sentiment": "{split}.*",
+    "qa": "{split}.json",
+}
+
+
+@dataclass(frozen=True)
+class Encoder:
+    units: str  # "pieces" (morph-mode SentencePiece) or "words" (BERT-ELMo)
+    arch: Dict[str, Tuple[str, ...]]  # profile -> architecture options
+    options: Tuple[str, ...] = ()  # what the system changes (an ablation)
+    about: str = ""
+
+
+_ROBERTA_TINY = (
+    "--arch", "roberta", "--encoder-layers", "2", "--encoder-embed-dim", "128",
+    "--encoder-ffn-embed-dim", "512", "--encoder-attention-heads", "4",
+)  # fmt: skip
+_BERT2D = {"cpu": ("--arch", "bert2d_tiny"), "paper": ("--arch", "bert2d_base")}
+ENCODERS: Dict[str, Encoder] = {
+    "roberta": Encoder(
+        "pieces",
+        {"cpu": _ROBERTA_TINY, "paper": ("--arch", "roberta_base")},
+        about="BERT (fairseq's roberta) with whole-word masking: the papers' baseline",
+    ),
+    "bert2d": Encoder("pieces", _BERT2D, about="BERT2D: word + subword 2D positions (seed 000)"),
+    "bert_elmo": Encoder(
+        "words",
+        {
+            "cpu": ("--arch", "bert_elmo_tiny", "--tokens-are-words"),
+            "paper": ("--arch", "bert_elmo_base", "--tokens-are-words"),
+        },
+        about="BERT-ELMo: character-CNN word embeddings (seed 001)",
+    ),
+    "roberta_no_wwm": Encoder(
+        "pieces",
+        {"cpu": _ROBERTA_TINY, "paper": ("--arch", "roberta_base")},
+        ("--mask-strategy", "random"),
+        "BERT with piece-level masking",
+    ),
+    "bert2d_no_wwm": Encoder(
+        "pieces", _BERT2D, ("--mask-strategy", "random"), "BERT2D with piece-level masking"
+    ),
+    "bert2d_relative": Encoder(
+        "pieces", _BERT2D, ("--relative-positions", "16"), "BERT2D with relative positions"
+    ),
+    "bert2d_wwa": Encoder(
+        "pieces", _BERT2D, ("--whole-word-attention",), "BERT2D with Whole-Word Attention"
+    ),
+}
+DEFAULT_ENCODERS = ("roberta", "bert2d", "bert_elmo")
+
+# Pretraining settings of each profile. The cpu one is the masked-LM demo's, but with samples of
+# 128 tokens: a sample is one sentence (`--sample-break-mode eos`), and 14% of Turkish Wikipedia
+# sentences (tr-raw) have more than 64 pieces, none more than 128. fairseq-train skips a longer
+# training sentence with a warning; the grid asks it to do the same in validation
+# (`--skip-invalid-size-inputs-valid-test`) instead of stopping.
+PRETRAINING = {
+    "cpu": dict(tokens_per_sample=128, batch_size=32, lr="0.002", warmup=50, max_update=800),
+    "paper": dict(
+        tokens_per_sample=512, batch_size=256, lr="1e-4", warmup=10000, max_update=1000000
+    ),
+}
+# Fine-tuning options of each task: the cpu profile's are the fine-tuning demo's; the paper
+# profile takes finetune.sh's defaults (seed 000's Table 2).
+FINETUNING = {
+    "cpu": {
+        "ner": ("--epochs", "15", "--lr", "1e-3"),
+        "pos": ("--epochs", "8", "--lr", "1e-3"),
+        "sentiment": ("--epochs", "8", "--batch-size", "16", "--lr", "5e-4"),
+        "qa": ("--epochs", "8", "--batch-size", "16", "--lr", "1e-3"),
+    },
+    "paper": {task: () for task in TASKS},
+}
+NER_HEAD = ("--head", "lcrf_ner", "--entity-fix")  # seed 002's best head, Entity-Fix at decoding
+
+
+@dataclass(frozen=True)
+class EncoderGrid:
+    pretrain_train: str
+    pretrain_valid: str
+    tasks_dir: Path
+    out: Path
+    encoders: Tuple[str, ...] = DEFAULT_ENCODERS
+    tasks: Tuple[str, ...] = TASKS
+    seeds: Tuple[int, ...] = (1,)
+    profile: str = "cpu"
+    max_update: Optional[int] = None  # the profile's by default
+    vocab_size: int = 8000
+    lang: str = "tr"
+    workers: int = 1
+    threads: int = 1
+    cpu: bool = True
+    scratch: bool = True  # also fine-tune each architecture from scratch
+    finetune_epochs: Tuple[Tuple[str, int], ...] = ()  # (task, epochs): overrides the profile's
+
+    @property
+    def units(self) -> List[str]:
+        return sorted({ENCODERS[name].units for name in self.encoders})
+
+    @property
+    def inits(self) -> Tuple[str, ...]:
+        return INITS if self.scratch else INITS[:1]
+
+    @property
+    def pretraining_updates(self) -> int:
+        return self.max_update or PRETRAINING[self.profile]["max_update"]
+
+    def finetuning_options(self, task: str) -> List[str]:
+        """finetune.sh's options for `task`: the profile's, with --epochs overridden where
+        --finetune-epochs names the task."""
+        options = list(FINETUNING[self.profile][task])
+        epochs = dict(self.finetune_epochs).get(task)
+        if epochs is None:
+            return options
+        if "--epochs" in options:
+            options[options.index("--epochs") + 1] = str(epochs)
+            return options
+        return options + ["--epochs", str(epochs)]
+
+    def pretraining_data(self, units: str) -> Path:
+        return self.out / "data" / f"pretrain-{units}"
+
+    def task_data(self, units: str, task: str) -> Path:
+        return self.out / "data" / f"{units}-{task}"
+
+    def pretraining_dir(self, encoder: str) -> Path:
+        return self.out / "pretrain" / encoder
+
+    def checkpoint(self, encoder: str) -> Path:
+        return self.pretraining_dir(encoder) / "checkpoints" / "checkpoint_best.pt"
+
+    def run_dir(self, encoder: str, task: str, init: str, seed: int) -> Path:
+        return self.out / "runs" / f"{encoder}-{task}-{init}-seed{seed}"
+
+    def task_files(self, task: str, split: str) -> List[str]:
+        return sorted(
+            str(path) for path in (self.tasks_dir / task).glob(TASK_FILES[task].format(split=split))
+        )
+
+    def to_json(self) -> Dict[str, object]:
+        record = asdict(self)
+        record.update(out=str(self.out), tasks_dir=str(self.tasks_dir))
+        return record
+
+
+def _threads(grid: EncoderGrid) -> Dict[str, str]:
+    return {"OMP_NUM_THREADS": str(grid.threads)}
+
+
+def pretraining_data_step(grid: EncoderGrid, units: str, scripts: Path) -> Step:
+    command = [
+        "bash", str(scripts / "prepare-mlm.sh"), "--train", grid.pretrain_train,
+        "--valid", grid.pretrain_valid, "--units", units, "--out", str(grid.pretraining_data(units)),
+        "--workers", str(grid.workers),
+    ]  # fmt: skip
+    if units == "pieces":
+        command += ["--mode", "morph", "--lang", grid.lang, "--vocab-size", str(grid.vocab_size)]
+    return Step(f"data pretraining {units}", "prepare", command, grid.pretraining_data(units))
+
+
+def task_data_step(grid: EncoderGrid, units: str, task: str) -> Step:
+    train, valid = grid.task_files(task, "train"), grid.task_files(task, "valid")
+    settings = PRETRAINING[grid.profile]
+    command = [
+        sys.executable, "-m", "fairseq_struct.downstream.prepare", task,
+        "--pretraining-data", str(grid.pretraining_data(units)), "--train", *train,
+        "--out-dir", str(grid.task_data(units, task)),
+        "--max-positions", str(settings["tokens_per_sample"]), "--workers", str(grid.workers),
+    ]  # fmt: skip
+    command += ["--valid", *valid] if valid else ["--valid-fraction", "0.1"]
+    if task == "qa" and grid.profile == "cpu":
+        command += ["--max-length", "64", "--doc-stride", "32", "--max-query-length", "16"]
+    return Step(f"data {units} {task}", "prepare", command, grid.task_data(units, task))
+
+
+def pretraining_step(grid: EncoderGrid, name: str) -> Step:
+    encoder = ENCODERS[name]
+    settings = PRETRAINING[grid.profile]
+    directory = grid.pretraining_dir(name)
+    command = [
+        environment_tool("fairseq-train"), str(grid.pretraining_data(encoder.units)),
+        "--user-dir", str(Path(__file__).resolve().parents[1]),
+        "--task", "masked_lm_struct", "--criterion", "masked_lm_struct",
+        "--mask-strategy", "whole_word", "--sample-break-mode", "eos",
+        "--tokens-per-sample", str(settings["tokens_per_sample"]),
+        "--max-positions", str(settings["tokens_per_sample"]),
+        *encoder.arch[grid.profile], *encoder.options,
+        "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", settings["lr"],
+        "--lr-scheduler", "inverse_sqrt", "--warmup-updates", str(settings["warmup"]),
+        "--dropout", "0.1", "--batch-size", str(settings["batch_size"]),
+        "--max-update", str(grid.pretraining_updates), "--seed", "1", "--num-workers", "0",
+        "--save-dir", str(directory / "checkpoints"), "--no-epoch-checkpoints",
+        "--validate-interval-updates", str(max(1, grid.pretraining_updates // 8)),
+        "--save-interval-updates", str(max(1, grid.pretraining_updates // 8)),
+        "--keep-interval-updates", "1", "--log-format", "simple", "--log-interval", "50",
+        "--skip-invalid-size-inputs-valid-test",
+    ]  # fmt: skip
+    if grid.cpu:
+        command.append("--cpu")
+    return Step(f"pretraining {name}", "train", command, directory, _threads(grid))
+
+
+def finetuning_steps(
+    grid: EncoderGrid, name: str, task: str, init: str, seed: int, scripts: Path
+) -> List[Step]:
+    encoder = ENCODERS[name]
+    run = grid.run_dir(name, task, init, seed)
+    command = [
+        "bash", str(scripts / "finetune.sh"), "--data", str(grid.task_data(encoder.units, task)),
+        "--pretrained", str(grid.checkpoint(name)), "--save-dir", str(run / "checkpoints"),
+        "--seed", str(seed), *grid.finetuning_options(task),
+    ]  # fmt: skip
+    if task == "ner":
+        command += NER_HEAD
+    if init == "scratch":
+        command.append("--scratch")
+    if grid.cpu:
+        command.append("--cpu")
+    command += ["--", "--log-format", "simple", "--log-interval", "50"]
+    predict = [
+        sys.executable, "-m", "fairseq_struct.downstream.predict",
+        str(run / "checkpoints" / "checkpoint_best.pt"),
+        "--input", *grid.task_files(task, "test"), "--out-dir", str(run),
+    ]  # fmt: skip
+    label = f"{name} {task} {init}, seed {seed}"
+    return [
+        Step(label, "train", command, run, _threads(grid)),
+        Step(label, "predict", predict, run, _threads(grid)),
+    ]
+
+
+def grid_steps(grid: EncoderGrid) -> List[Step]:
+    """Every preparation first (bad input stops the grid before any training), then the
+    pretrainings, then the fine-tunings seed by seed."""
+    scripts = scripts_dir()
+    steps = [pretraining_data_step(grid, units, scripts) for units in grid.units]
+    steps += [task_data_step(grid, units, task) for units in grid.units for task in grid.tasks]
+    steps += [pretraining_step(grid, name) for name in grid.encoders]
+    for seed in grid.seeds:
+        for task in grid.tasks:
+            for name in grid.encoders:
+                for init in grid.inits:
+                    steps += finetuning_steps(grid, name, task, init, seed, scripts)
+    return steps
+
+
+def check_task_files(grid: EncoderGrid) -> None:
+    """Every task has training and test files in --tasks-dir.
+
+    Raises:
+        GridError: naming the task directory and the files it lacks.
+    """
+    for task in grid.tasks:
+        for split in ("train", "test"):
+            if not grid.task_files(task, split):
+                pattern = TASK_FILES[task].format(split=split)
+                raise GridError(f"{grid.tasks_dir / task}: no {split} file ({pattern})")
+
+
+def runnable_steps(grid: EncoderGrid) -> List[Step]:
+    """`grid_steps`, once every task's files are there."""
+    check_task_files(grid)
+    return grid_steps(grid)
