@@ -31,7 +31,7 @@ from typing import IO, Dict, Iterable, Iterator, Optional, Tuple, Union
 from fairseq_struct.commands import program_name
 from fairseq_struct.corpora.clean_corpus import atomic_outputs
 from fairseq_struct.corpora.download import DownloadError, download, record_or_verify_sha256
-from fairseq_struct.morph.corpus_io import CorpusError
+from fairseq_struct.corpus_io import CorpusError
 
 PathLike = Union[str, Path]
 

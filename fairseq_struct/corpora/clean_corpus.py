@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from fairseq_struct.commands import program_name
-from fairseq_struct.morph.corpus_io import (
+from fairseq_struct.corpus_io import (
     RESERVED_CHARACTERS,
     CorpusError,
     atomic_write_json,

@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from fairseq_struct.morph.corpus_io import atomic_write_bytes
+from fairseq_struct.corpus_io import atomic_write_bytes
 from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger(__name__)

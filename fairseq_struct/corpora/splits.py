@@ -32,7 +32,7 @@ import numpy as np
 
 from fairseq_struct.commands import program_name
 from fairseq_struct.corpora.clean_corpus import atomic_outputs, language_of
-from fairseq_struct.morph.corpus_io import CorpusError, atomic_write_json, count_lines
+from fairseq_struct.corpus_io import CorpusError, atomic_write_json, count_lines
 from fairseq_struct.progress import StageProgress
 
 PathLike = Union[str, Path]

@@ -20,8 +20,8 @@ from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 from fairseq.logging.meters import safe_round
 
-from fairseq_struct.downstream.iob import entity_counts, entity_fix
 from fairseq_struct.modules.token_classification_heads import gather_words
+from fairseq_struct.tagging.iob import entity_counts, entity_fix
 
 
 def word_labels(sample: Dict[str, Any], nspecial: int, pad: int) -> Tuple[Any, Any]:

@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence
 
 from tabulate import tabulate
 
-from fairseq_struct.morph.corpus_io import atomic_write_json
+from fairseq_struct.corpus_io import atomic_write_json
 
 MAIN_METRICS = {
     "pos": ("accuracy",),

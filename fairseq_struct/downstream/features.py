@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from fairseq.data import Dictionary
 
-from fairseq_struct.downstream.units import UnitCutter
+from fairseq_struct.morph.units import UnitCutter
 
 # Label symbol of the units that get no prediction (fairseq's <pad>, which every dictionary has).
 IGNORED_LABEL = "<pad>"

@@ -25,6 +25,7 @@ import torch
 from fairseq.data import data_utils
 from tabulate import tabulate
 
+from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.downstream import readers, writers
 from fairseq_struct.downstream.features import (
     CutCounts,
@@ -32,13 +33,12 @@ from fairseq_struct.downstream.features import (
     sentence_item,
     token_windows,
 )
-from fairseq_struct.downstream.iob import entity_fix
 from fairseq_struct.downstream.qa_answers import best_answers, window_answers
-from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter
 from fairseq_struct.eval.squad_metrics import squad_scores
 from fairseq_struct.modules.token_classification_heads import gather_words
-from fairseq_struct.morph.corpus_io import atomic_write_json
+from fairseq_struct.morph.units import PretrainingUnits, UnitCutter
 from fairseq_struct.pieces.word_boundaries import word_start_lookup
+from fairseq_struct.tagging.iob import entity_fix
 
 SENTENCE_HEAD = "sentence_classification_head"
 

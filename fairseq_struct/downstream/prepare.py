@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from fairseq.data import Dictionary
 
+from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.downstream import readers
 from fairseq_struct.downstream.binarize import (
     label_dictionary,
@@ -47,10 +48,9 @@ from fairseq_struct.downstream.features import (
     sentence_item,
     token_windows,
 )
-from fairseq_struct.downstream.iob import iob1_to_iob2, split_tag
-from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter
 from fairseq_struct.fixes.cli_logging import configure_logging
-from fairseq_struct.morph.corpus_io import atomic_write_json
+from fairseq_struct.morph.units import PretrainingUnits, UnitCutter
+from fairseq_struct.tagging.iob import iob1_to_iob2, split_tag
 
 logger = logging.getLogger("fairseq_struct.downstream.prepare")
 

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import conllu
 from conllu.exceptions import ParseException
 
-from fairseq_struct.morph.corpus_io import CorpusError, read_lines
+from fairseq_struct.corpus_io import CorpusError, read_lines
 
 PathLike = Union[str, Path]
 

@@ -22,14 +22,14 @@ import argparse
 import json
 import logging
 import shlex
-import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from fairseq_struct.morph.corpus_io import atomic_write_json
+from fairseq_struct.corpus_io import atomic_write_json
+from fairseq_struct.eval.seed_scores import SeedScores
 
 logger = logging.getLogger(__name__)
 
@@ -42,21 +42,6 @@ class SeedRunError(Exception):
     def __init__(self, message: str, exit_code: int = 1) -> None:
         super().__init__(message)
         self.exit_code = exit_code
-
-
-class SeedScores:
-    """Mean and spread of `scores`, one per seed (also of `almost_stochastic_order`'s systems)."""
-
-    scores: List[float]
-
-    @property
-    def mean(self) -> float:
-        return statistics.fmean(self.scores)
-
-    @property
-    def std(self) -> float:
-        """Sample standard deviation (ddof = 1), 0 for a single seed."""
-        return statistics.stdev(self.scores) if len(self.scores) > 1 else 0.0
 
 
 @dataclass(frozen=True)

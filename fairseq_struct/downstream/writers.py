@@ -10,13 +10,13 @@ file is written atomically (complete or not at all).
 from pathlib import Path
 from typing import Dict, List, Sequence, Tuple, Union
 
+from fairseq_struct.corpus_io import atomic_write_bytes, atomic_write_json, atomic_write_lines
 from fairseq_struct.downstream.readers import (
     CONLLU_COLUMNS,
     DownstreamDataError,
     TaggedSentence,
     read_text_lines,
 )
-from fairseq_struct.morph.corpus_io import atomic_write_bytes, atomic_write_json, atomic_write_lines
 
 PathLike = Union[str, Path]
 

@@ -33,7 +33,7 @@ class StructSentencePiece:
     def __init__(self, cfg: StructSentencePieceConfig) -> None:
         # Imported here: the plugin's import (in every training worker) stays clear of the
         # preparation code and SentencePiece (tests/test_plugin_imports.py).
-        from fairseq_struct.morph.corpus_io import normalize_whitespace
+        from fairseq_struct.corpus_io import normalize_whitespace
         from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
 
         self.model = SentencePieceModel(cfg.sentencepiece_model)

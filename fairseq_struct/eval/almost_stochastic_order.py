@@ -35,8 +35,8 @@ import numpy as np
 from tabulate import tabulate
 
 from fairseq_struct.commands import program_name
-from fairseq_struct.downstream.seeds import SeedScores
-from fairseq_struct.morph.corpus_io import atomic_write_json
+from fairseq_struct.corpus_io import atomic_write_json
+from fairseq_struct.eval.seed_scores import SeedScores
 
 CONFIDENCE_LEVEL = 0.95  # α = 0.05, seed 000's appendix
 DEFAULT_THRESHOLD = 0.5  # seed 000's figures; deepsig recommends 0.2

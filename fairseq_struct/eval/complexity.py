@@ -30,7 +30,7 @@ import sys
 from collections import Counter
 from typing import Dict, List, Optional, Sequence
 
-from fairseq_struct.morph.corpus_io import atomic_write_json
+from fairseq_struct.corpus_io import atomic_write_json
 
 DEFAULT_MAX_CHARS = 100_000
 DEFAULT_SEED = 1

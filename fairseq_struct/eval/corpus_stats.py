@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Dict, Iterable, List, Optional
 
-from fairseq_struct.morph.corpus_io import atomic_write_json
+from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START
 
 

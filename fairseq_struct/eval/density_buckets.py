@@ -24,9 +24,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.eval.corpus_stats import morphological_density
 from fairseq_struct.eval.score import corpus_scores, read_sacrebleu_lines
-from fairseq_struct.morph.corpus_io import atomic_write_json
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY
 
 DEFAULT_EDGES = (1.0, 1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0)

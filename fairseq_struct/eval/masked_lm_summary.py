@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from fairseq_struct.morph.corpus_io import atomic_write_json
+from fairseq_struct.corpus_io import atomic_write_json
 
 _VALID_RECORD = re.compile(r"\| valid \| (\{.*\})\s*$")
 

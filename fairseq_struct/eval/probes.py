@@ -890,7 +890,7 @@ def load_encoder(
     from fairseq import checkpoint_utils
 
     import fairseq_struct  # noqa: F401  (registers the models, tasks and safe globals)
-    from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter
+    from fairseq_struct.morph.units import PretrainingUnits, UnitCutter
 
     units = PretrainingUnits.from_data_dir(data)
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(

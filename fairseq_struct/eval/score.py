@@ -18,8 +18,8 @@ from typing import Dict, List, Optional, Sequence
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
 
+from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.eval.significance import format_report, paired_test, report_to_json
-from fairseq_struct.morph.corpus_io import atomic_write_json
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.downstream.demo_summary import MAIN_METRICS
 from fairseq_struct.eval.almost_stochastic_order import (
     DEFAULT_BOOTSTRAP_ITERATIONS,
@@ -30,7 +31,6 @@ from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
 from fairseq_struct.grid.seed_summary import mean_and_std, mean_std_text, seeds_text
 from fairseq_struct.grid.steps import marker_record, wall_seconds
-from fairseq_struct.morph.corpus_io import atomic_write_json
 
 PRETRAINING_METRIC = "mlm_accuracy"
 # The criterion's accuracy of always guessing the most frequent unit: the level a pretraining

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.eval.complexity import complexity_of_file
 from fairseq_struct.eval.corpus_stats import file_stats
 from fairseq_struct.eval.density_buckets import (
@@ -37,7 +38,6 @@ from fairseq_struct.grid.provenance import provenance_markdown, step_commands, v
 from fairseq_struct.grid.seed_summary import mean_and_std, mean_std_text, seeds_text
 from fairseq_struct.grid.steps import GridError, marker_record, wall_seconds
 from fairseq_struct.grid.translation_runs import System, TranslationGrid, grid_steps
-from fairseq_struct.morph.corpus_io import atomic_write_json
 
 METRICS = ("BLEU", "chrF", "chrF++")
 TESTED_METRICS = {"BLEU": "BLEU", "chrF": "chrF2"}  # our name -> sacreBLEU's paired-test name

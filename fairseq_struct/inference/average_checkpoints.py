@@ -31,12 +31,12 @@ from fairseq import checkpoint_utils
 from torch import Tensor
 
 from fairseq_struct.commands import program_name
+from fairseq_struct.corpus_io import atomic_writer
 from fairseq_struct.inference.checkpoint_selection import (
     SelectionError,
     best_checkpoints,
     last_checkpoints,
 )
-from fairseq_struct.morph.corpus_io import atomic_writer
 
 logger = logging.getLogger(__name__)
 

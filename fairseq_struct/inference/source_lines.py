@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import BinaryIO, Callable, Iterator, List
 
-from fairseq_struct.morph.corpus_io import check_reserved, iter_stream_lines, normalize_whitespace
+from fairseq_struct.corpus_io import check_reserved, iter_stream_lines, normalize_whitespace
 
 logger = logging.getLogger(__name__)
 

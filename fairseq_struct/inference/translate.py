@@ -31,6 +31,7 @@ from itertools import islice
 from typing import BinaryIO, Iterable, List, Optional, Sequence, TextIO
 
 from fairseq_struct.commands import program_name
+from fairseq_struct.corpus_io import CorpusError, atomic_writer, count_lines
 from fairseq_struct.inference.source_lines import SourceLine, cut_line, read_source_lines
 from fairseq_struct.inference.translator import (
     PRECISIONS,
@@ -39,7 +40,6 @@ from fairseq_struct.inference.translator import (
     Translator,
     TranslatorError,
 )
-from fairseq_struct.morph.corpus_io import CorpusError, atomic_writer, count_lines
 from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger(__name__)

@@ -45,6 +45,15 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from fairseq_struct.corpus_io import (
+    CorpusError,
+    DocumentsReport,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_lines,
+    count_lines,
+    iter_documents,
+)
 from fairseq_struct.fixes.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
@@ -54,15 +63,6 @@ from fairseq_struct.morph.chunk_store import (
     process_chunk,
     read_chunk,
     run_chunk_stage,
-)
-from fairseq_struct.morph.corpus_io import (
-    CorpusError,
-    DocumentsReport,
-    atomic_write_bytes,
-    atomic_write_json,
-    atomic_write_lines,
-    count_lines,
-    iter_documents,
 )
 from fairseq_struct.morph.pipeline_options import (
     add_pipeline_options,

@@ -16,7 +16,7 @@ from typing import Optional, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
-from fairseq_struct.downstream.iob import split_tag
+from fairseq_struct.tagging.iob import split_tag
 
 
 def forbidden_transitions(labels: Sequence[str]) -> Tensor:

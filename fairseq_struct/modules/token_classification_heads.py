@@ -20,8 +20,8 @@ import torch.nn.functional as F
 from fairseq import utils
 from torch import Tensor, nn
 
-from fairseq_struct.downstream.iob import cse_decode, entity_types, split_tag
 from fairseq_struct.modules.linear_chain_crf import LinearChainCRF, forbidden_transitions
+from fairseq_struct.tagging.iob import cse_decode, entity_types, split_tag
 
 HEAD_TYPES = ("softmax", "cse", "lcrf", "lcrf_ner")
 OUTSIDE = "O"

@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Callable, Dict, Hashable, Iterable, List, Optional, Sequence, Tuple, TypeVar
 
-from fairseq_struct.morph.corpus_io import atomic_write_json, atomic_write_lines, atomic_writer
+from fairseq_struct.corpus_io import atomic_write_json, atomic_write_lines, atomic_writer
 from fairseq_struct.morph.forked_helpers import ForkedHelpers
 from fairseq_struct.progress import StageProgress
 

@@ -35,7 +35,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
-from fairseq_struct.morph.corpus_io import atomic_write_lines
+from fairseq_struct.corpus_io import atomic_write_lines
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY
 from fairseq_struct.progress import StageProgress
 

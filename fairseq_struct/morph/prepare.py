@@ -52,16 +52,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from fairseq_struct.commands import program_name
-from fairseq_struct.fixes.cli_logging import configure_logging
-from fairseq_struct.morph import chunk_encoding
-from fairseq_struct.morph.chunk_store import (
-    ChunkStats,
-    ChunkStore,
-    process_chunk,
-    read_chunk,
-    run_chunk_stage,
-)
-from fairseq_struct.morph.corpus_io import (
+from fairseq_struct.corpus_io import (
     LONG_WORD_CHARS,
     CorpusError,
     SplitReport,
@@ -72,6 +63,15 @@ from fairseq_struct.morph.corpus_io import (
     count_lines,
     iter_parallel,
     split_paths,
+)
+from fairseq_struct.fixes.cli_logging import configure_logging
+from fairseq_struct.morph import chunk_encoding
+from fairseq_struct.morph.chunk_store import (
+    ChunkStats,
+    ChunkStore,
+    process_chunk,
+    read_chunk,
+    run_chunk_stage,
 )
 from fairseq_struct.morph.length_limit import decoding_length
 from fairseq_struct.morph.pipeline_options import (

@@ -46,7 +46,7 @@ from typing import Callable, Dict, Iterable, List, Sequence, Tuple, Union
 
 import sentencepiece
 
-from fairseq_struct.morph.corpus_io import atomic_write_bytes
+from fairseq_struct.corpus_io import atomic_write_bytes
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, pieces_to_text
 
 logger = logging.getLogger(__name__)

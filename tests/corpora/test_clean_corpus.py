@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fairseq_struct.corpora.clean_corpus import clean_parallel, main, removal_reason
-from fairseq_struct.morph.corpus_io import CorpusError
+from fairseq_struct.corpus_io import CorpusError
 
 PAIRS = [
     ("Hello world .", "Merhaba dünya ."),  # 1 kept

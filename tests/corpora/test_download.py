@@ -19,7 +19,7 @@ from fairseq_struct.corpora.download import (
     manifest_path,
     record_or_verify_sha256,
 )
-from fairseq_struct.morph.corpus_io import CorpusError
+from fairseq_struct.corpus_io import CorpusError
 
 PAYLOAD = bytes(range(256)) * 40  # 10,240 bytes
 

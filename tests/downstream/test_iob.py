@@ -7,7 +7,7 @@ import pytest
 from seqeval.metrics import f1_score, precision_score, recall_score
 from seqeval.scheme import IOB2, Tokens
 
-from fairseq_struct.downstream.iob import (
+from fairseq_struct.tagging.iob import (
     count_iob2_violations,
     cse_decode,
     cse_targets,

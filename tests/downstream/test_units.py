@@ -6,7 +6,7 @@ import pytest
 from fairseq.data import Dictionary
 
 from fairseq_struct.downstream.features import IGNORED_LABEL, CutCounts, token_windows
-from fairseq_struct.downstream.units import PretrainingUnits, UnitCutter, UnitError, unit_spans
+from fairseq_struct.morph.units import PretrainingUnits, UnitCutter, UnitError, unit_spans
 from fairseq_struct.pieces.markers import WORD_START
 from fairseq_struct.pieces.word_boundaries import word_start_lookup
 

@@ -11,7 +11,6 @@ import torch
 from fairseq.data import Dictionary
 
 import fairseq_struct  # noqa: F401  (registers the models)
-from fairseq_struct.downstream.units import unit_spans
 from fairseq_struct.eval import probes
 from fairseq_struct.eval.probes import (
     AnalogyProbe,
@@ -29,6 +28,7 @@ from fairseq_struct.eval.probes import (
     replace_word,
     turkish_lower,
 )
+from fairseq_struct.morph.units import unit_spans
 from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
 REPO = Path(__file__).resolve().parents[2]

@@ -331,8 +331,8 @@ def test_stock_roberta_becomes_transformers_own_roberta(pieces_bpe, pretraining_
 def test_crf_token_classification_exports_emissions_transitions_and_viterbi(ner_data, tmp_path):
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
-    from fairseq_struct.downstream.iob import entity_fix
     from fairseq_struct.modules.token_classification_heads import gather_words
+    from fairseq_struct.tagging.iob import entity_fix
 
     checkpoint = build_checkpoint(
         tmp_path / "checkpoint.pt",

@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
+from fairseq_struct.corpus_io import CorpusError
 from fairseq_struct.inference.source_lines import cut_line, read_source_lines, sentences
-from fairseq_struct.morph.corpus_io import CorpusError
 
 
 def words(text: str) -> list:

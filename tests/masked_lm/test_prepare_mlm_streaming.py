@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from fairseq_struct.corpus_io import DocumentsReport, iter_documents
 from fairseq_struct.masked_lm.prepare import main
-from fairseq_struct.morph.corpus_io import DocumentsReport, iter_documents
 from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
 from fairseq_struct.pieces.markers import pieces_to_text
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from fairseq_struct.downstream.iob import cse_targets
 from fairseq_struct.modules.token_classification_heads import TokenClassificationHead, gather_words
+from fairseq_struct.tagging.iob import cse_targets
 
 LABELS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 

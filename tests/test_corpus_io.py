@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import pytest
 
-from fairseq_struct.morph.corpus_io import (
+from fairseq_struct.corpus_io import (
     CorpusError,
     atomic_write_bytes,
     atomic_write_lines,
