@@ -1,5 +1,5 @@
 """fairseq's own `sentence_prediction` task and criterion fine-tune the project's encoders (the
-README: "Both models are `RobertaModel` subclasses: ... `sentence_prediction` fine-tuning ...
+docs/pretraining.md: "Both models are `RobertaModel` subclasses: ... `sentence_prediction` fine-tuning ...
 work unchanged"): a masked-LM checkpoint of `bert2d` (pieces) and of `bert_elmo` (words) is
 restored into stock `fairseq-train --task sentence_prediction --criterion sentence_prediction`
 on data laid out as fairseq expects (`input0/`, `label/`, binarized with the pretraining

@@ -86,7 +86,7 @@ def test_translate_the_hub_interactive_and_evaluate_sh_give_the_same_hypotheses(
     assert result.returncode == 0, result.stderr.decode()[-3000:]
     assert lines_of(hub_out) == evaluated
 
-    # The README's stock fairseq-interactive line, given the data's fitted length limit.
+    # docs/translating.md's stock fairseq-interactive line, given the data's fitted length limit.
     max_len_a, max_len_b = fitted_limit(demo["data"])
     interactive = run_tool(
         [venv_tool("fairseq-interactive"), str(demo["data"]), "--user-dir", USER_DIR,

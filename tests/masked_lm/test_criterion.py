@@ -1,4 +1,4 @@
-"""The loss terms of the `masked_lm_struct` criterion against their definitions (README "NSP /
+"""The loss terms of the `masked_lm_struct` criterion against their definitions (docs/pretraining.md "NSP /
 SOP", the criterion's docstring): the MLM term is the cross-entropy summed over the masked
 tokens; with a sentence objective the loss is the sum of the two means (MLM per masked token,
 NSP/SOP per pair), returned as a sum over `sample_size` = masked tokens, so the pair term is

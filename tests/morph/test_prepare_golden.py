@@ -43,7 +43,7 @@ def _digests(out: Path) -> Dict[str, str]:
 
 def _prepare(raw: Path, out: Path, mode: str, vocab_size: int, workers: int) -> Dict[str, str]:
     """prepare's command line, as scripts/prepare-parallel.sh runs it: with PYTHONHASHSEED=0,
-    since some of Zemberek's analyses depend on the string hash seed (README, "Morphological
+    since some of Zemberek's analyses depend on the string hash seed (docs/segmentation.md, "Morphological
     segmentation"); under another seed Tatoeba's "tıbba" gets another segmentation. With one
     SentencePiece training thread, the default when the digests were recorded (it is --workers
     now): the model file records the thread count among its training options."""
