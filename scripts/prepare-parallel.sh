@@ -72,6 +72,7 @@ if [[ -z "$tgt_lang" || -z "$train" || -z "$valid" || -z "$test" ]]; then
     usage >&2
     exit 2
 fi
+[[ "${FAIRSEQ_STRUCT_CHECK_OPTIONS:-}" != 1 ]] || exit 0  # options parsed: the suite's docs check stops here
 if [[ "$mode" != "bpe" && "$mode" != "morph" ]]; then
     echo "error: --mode must be bpe or morph, not '$mode'" >&2
     exit 2

@@ -50,6 +50,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "recipe-transfer-en-tr.sh: unknown option '$1'" >&2; usage 2 ;;
   esac
 done
+[[ "${FAIRSEQ_STRUCT_CHECK_OPTIONS:-}" != 1 ]] || exit 0  # options parsed: the suite's docs check stops here
 WORK="${WORK:-work/transfer-$SIZE-$MODE}"
 PRETRAIN_RAW="$RAW/opensubtitles-en-tr/$SIZE"
 SETIMES_TRAIN="$RAW/setimes-en-tr/train"

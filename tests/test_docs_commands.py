@@ -1,0 +1,91 @@
+"""Every command of the README and the guides parses with the program it calls (issue 35,
+point 3): an option renamed in a script or a module, a required value gone or a script moved
+fails here, naming the document, the line and what the program said (tests/doc_commands.py)."""
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from conftest import REPO_ROOT
+from doc_commands import Command, check, commands
+
+DOCUMENTS = [REPO_ROOT / "README.md"] + sorted((REPO_ROOT / "docs").glob("*.md"))
+ALL = [command for document in DOCUMENTS for command in commands(document)]
+
+
+def test_the_documents_have_the_commands_of_each_kind():
+    checked = [command for command in ALL if check(command) != "unchecked"]
+    programs = {command.words[0].split("/")[-1] for command in checked}
+    assert len(checked) >= 60, len(checked)
+    assert {"fairseq-train", "fairseq-struct-translate", "python"} <= programs, programs
+    assert any(word.startswith("scripts/") for c in checked for word in c.words[:2])
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: str(path.relative_to(REPO_ROOT)))
+def test_every_command_parses(document):
+    errors = []
+    for command in commands(document):
+        error = check(command)
+        if error not in (None, "unchecked"):
+            errors.append(f"{command.where()}\n    -> {error}")
+    assert errors == [], "\n".join(errors)
+
+
+def documented(text: str) -> Command:
+    (command,) = commands_of(text)
+    return command
+
+
+def commands_of(text: str):
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "guide.md"
+        path.write_text(f"```bash\n{text}\n```\n", encoding="utf-8")
+        return list(commands(path))
+
+
+@pytest.mark.parametrize(
+    "text, error",
+    [
+        ("scripts/train-en-tr.sh --data d --savedir c", "unknown option '--savedir'"),
+        ("scripts/train-en-tr.sh --data d", "--data and --save-dir are required"),
+        ("bash scripts/no-such.sh --x", "scripts/no-such.sh does not exist"),
+        (
+            "fairseq-struct-translate --path c.pt --data d --beamm 5",
+            "unrecognized arguments: --beamm 5",
+        ),
+        ("python -m fairseq_struct.eval.score --hyp h --ref", "expected one argument"),
+        (
+            'fairseq-train data-bin --user-dir "$USER_DIR" --arch tp_transformer_tiny '
+            "--task translation_morph --max-tokens 100 --role-bindng plain",
+            "unrecognized arguments: --role-bindng plain",
+        ),
+    ],
+)
+def test_a_wrong_command_is_named_with_what_its_program_says(text, error):
+    result = check(documented(text))
+    assert result is not None and error in result, result
+
+
+def test_elided_arguments_may_leave_out_a_required_one_but_not_misspell_one():
+    assert check(documented("scripts/train-en-tr.sh --data d ...")) is None
+    assert "unknown option" in check(documented("scripts/train-en-tr.sh --dta d ..."))
+
+
+def test_variables_launchers_and_continuations_are_read_as_a_shell_would():
+    (command,) = commands_of(
+        "DATA=data-bin/en-tr\n"
+        "OMP_NUM_THREADS=1 torchrun --nproc_per_node 2 $(which fairseq-train) $DATA \\\n"
+        "  --user-dir $USER_DIR --arch tp_transformer_tiny --task translation_morph  # comment"
+    )
+    assert command.words == [
+        "torchrun", "--nproc_per_node", "2", "fairseq-train", "data-bin/en-tr",
+        "--user-dir", str(REPO_ROOT / "fairseq_struct"), "--arch", "tp_transformer_tiny",
+        "--task", "translation_morph",
+    ]  # fmt: skip
+    assert command.line == 3 and not command.elided  # the line in the document (fence: 1)
+    assert check(command) is None
+
+
+def test_unknown_programs_are_left_alone():
+    assert check(documented("make demo")) == "unchecked"
+    assert check(documented("pip install fairseq-struct/")) == "unchecked"
