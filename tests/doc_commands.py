@@ -185,7 +185,6 @@ def check_module(module: str, argv: List[str], elided: bool) -> Optional[str]:
 
 def check_fairseq(name: str, argv: List[str], elided: bool) -> Optional[str]:
     from fairseq import options
-
     from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
 
     parser = getattr(options, FAIRSEQ_PARSERS[name])()
