@@ -6,7 +6,7 @@
 
 works for `roberta`, `bert2d` and `bert_elmo` checkpoints alike. --data is the pretraining data
 directory (dict.txt, text/prepare_report.json, spm.model for pieces): each context is cut into
-exactly the units the pretraining run cut its text into (`downstream.units`) and fed as
+exactly the units the pretraining run cut its text into (`morph.units`) and fed as
 `<s> context </s>` (the thesis fed `context ||| wwgg`; --second-segment gives that shape).
 
 - Contextual word vector: the mean over a word's units (pieces or Moses words) of the chosen
@@ -615,7 +615,7 @@ class EncodedContext:
 class ContextEncoder:
     """Encodes contexts with a pretrained encoder into contextual word vectors.
 
-    `cutter` is a `downstream.units.UnitCutter` (anything with its `cut_text`). A word-level
+    `cutter` is a `morph.units.UnitCutter` (anything with its `cut_text`). A word-level
     model (BERT-ELMo, which has `embed_words`) embeds a unit that is not in its dictionary from
     the unit's characters, as it would if the word were in the dictionary; piece models see
     <unk> for such a unit.

@@ -3,7 +3,7 @@
 Every input line gives one output line, so nothing here drops a line:
 
 - invalid UTF-8 and the two reserved marks (U+2581, U+FFED) stop the run with `name:line:`,
-  as the preparation does (`morph.corpus_io`): the output would silently differ from the input;
+  as the preparation does (`corpus_io`): the output would silently differ from the input;
 - whitespace is normalised as the preparation normalised the training text;
 - an empty line (or one of whitespace only) has no parts and is answered by an empty line;
 - a line with more pieces than the model's source positions is cut after sentence ends

@@ -9,7 +9,8 @@
   worker processes kept across chunks.
 - `zemberek`: an exact, faster port of the parts of zemberek-python the Turkish segmenter
   spends its time in (word analysis, the perceptron disambiguator), checked against it.
-- `corpus_io`: validated, streamed reading of raw parallel files and atomic writing.
+- `units`: a pretraining run's units (pieces or words), so that fine-tuning and the probes cut
+  text as the pretraining did.
 - `chunk_store`, `chunk_encoding`: the chunk files a streamed preparation works through and
   resumes from, and the SentencePiece encoding (with its round-trip check) of one chunk in a
   worker process.
