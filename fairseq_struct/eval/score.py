@@ -11,9 +11,10 @@ and every other system is tested against it with sacreBLEU's paired tests (`sign
 """
 
 import argparse
+import re
 import sys
 from dataclasses import asdict, dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from sacrebleu.metrics import BLEU, CHRF
 from sacrebleu.metrics.base import Metric
@@ -81,6 +82,16 @@ def score_files(hypothesis_path: str, reference_path: str) -> Dict[str, MetricSc
             f"{len(references)}; every reference line needs exactly one hypothesis line"
         )
     return corpus_scores(hypotheses, references)
+
+
+_LENGTH = re.compile(r"BP = (?P<bp>[\d.]+) ratio = (?P<ratio>[\d.]+)")
+
+
+def brevity_penalty_and_ratio(bleu_text: str) -> Optional[Tuple[float, float]]:
+    """(brevity penalty, hypothesis/reference length ratio) from sacreBLEU's BLEU line
+    ("... (BP = 0.919 ratio = 0.922 hyp_len = ... ref_len = ...)"), None if it has none."""
+    match = _LENGTH.search(bleu_text)
+    return (float(match["bp"]), float(match["ratio"])) if match else None
 
 
 def scores_to_json(

@@ -72,3 +72,13 @@ def last_update(log: Path) -> Optional[int]:
             for match in pattern.finditer(line):
                 found = int(match.group(1))
     return found
+
+
+def best_update(curve: List[Tuple[int, float]]) -> Optional[int]:
+    """The update of fairseq's checkpoint_best.pt for a metric it maximises: the last validation
+    that scored at least as high as every one before it (fairseq's `is_better` is >=)."""
+    best: Optional[Tuple[int, float]] = None
+    for update, value in curve:
+        if best is None or value >= best[1]:
+            best = (update, value)
+    return None if best is None else best[0]

@@ -11,6 +11,10 @@
 - The test set: pieces per word in each mode, morphemes per word, and C_D of the raw reference.
 - Validation curves (BLEU against updates, one colour per system, a line per seed), wall time
   and updates of every run, the exact commands (each step's marker) and the versions.
+- For every run, the reported checkpoint (checkpoint_best.pt: its update, read from the
+  validation curve as fairseq chose it) and its validation NLL, and the test outputs' length
+  ratio and brevity penalty; a ratio outside 0.9-1.1 is flagged in the run's row and marks
+  its system in the table (‡): the difference may lie in decoding, not in the model.
 A run that has not finished is listed as missing, and the means are over the finished seeds.
 """
 
@@ -30,9 +34,9 @@ from fairseq_struct.eval.density_buckets import (
     report_to_json,
     sentence_densities,
 )
-from fairseq_struct.eval.score import read_sacrebleu_lines
+from fairseq_struct.eval.score import brevity_penalty_and_ratio, read_sacrebleu_lines
 from fairseq_struct.eval.significance import SIGNIFICANCE_LEVEL, paired_test
-from fairseq_struct.grid.curves import last_update, validation_curve
+from fairseq_struct.grid.curves import best_update, last_update, validation_curve
 from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
 from fairseq_struct.grid.seed_summary import mean_and_std, mean_std_text, seeds_text
@@ -40,6 +44,9 @@ from fairseq_struct.grid.steps import GridError, marker_record, wall_seconds
 from fairseq_struct.grid.translation_runs import System, TranslationGrid, grid_steps
 
 METRICS = ("BLEU", "chrF", "chrF++")
+# Outputs this much shorter or longer than the references: a score difference may come from
+# the decoding (the checkpoint, the length penalty) rather than from the model.
+LENGTH_RATIO_RANGE = (0.9, 1.1)
 TESTED_METRICS = {"BLEU": "BLEU", "chrF": "chrF2"}  # our name -> sacreBLEU's paired-test name
 
 
@@ -54,10 +61,26 @@ class Run:
     updates: Optional[int]
     train_seconds: Optional[float]
     evaluate_seconds: Optional[float]
+    # The evaluated checkpoint (checkpoint_best.pt: the best validation BLEU) and its test outputs.
+    reported_update: Optional[int] = None
+    reported_valid_nll: Optional[float] = None
+    brevity_penalty: Optional[float] = None
+    length_ratio: Optional[float] = None
 
     @property
     def finished(self) -> bool:
         return self.scores is not None
+
+    @property
+    def length_flag(self) -> Optional[str]:
+        """ "too short" / "too long" where the test outputs' length ratio leaves
+        LENGTH_RATIO_RANGE, else None."""
+        if self.length_ratio is None:
+            return None
+        low, high = LENGTH_RATIO_RANGE
+        if self.length_ratio < low:
+            return "too short"
+        return "too long" if self.length_ratio > high else None
 
 
 @dataclass
@@ -79,20 +102,29 @@ def collect_run(grid: TranslationGrid, system: System, seed: int) -> Run:
     directory = grid.run_dir(system, seed)
     scores_path = directory / "eval" / "scores.json"
     scores = None
+    lengths = None
     if marker_record(directory, "evaluate") is not None and scores_path.is_file():
         record = json.loads(scores_path.read_text(encoding="utf-8"))
         scores = {metric: float(record["scores"][metric]["score"]) for metric in METRICS}
+        lengths = brevity_penalty_and_ratio(record["scores"]["BLEU"].get("text", ""))
     log = directory / "train.log"
+    curve = validation_curve(log)
+    reported = best_update(curve)  # the grid trains with --best-checkpoint-metric bleu
+    valid_nll = dict(validation_curve(log, "nll_loss")).get(reported)
     return Run(
         system=system,
         seed=seed,
         directory=directory,
         scores=scores,
         hypotheses_path=directory / "eval" / "hyp.txt",
-        curve=validation_curve(log),
+        curve=curve,
         updates=last_update(log),
         train_seconds=wall_seconds(directory, "train"),
         evaluate_seconds=wall_seconds(directory, "evaluate"),
+        reported_update=reported,
+        reported_valid_nll=valid_nll,
+        brevity_penalty=lengths[0] if lengths else None,
+        length_ratio=lengths[1] if lengths else None,
     )
 
 
@@ -179,12 +211,21 @@ def results_table(summaries: List[SystemSummary], seeds: Sequence[int]) -> List[
         seeds_cell = seeds_text(len(finished), seeds, missing)
         updates = sorted({run.updates for run in finished if run.updates is not None})
         name = summary.system.arch + (" (baseline)" if index == 0 else "")
+        if any(run.length_flag for run in finished):
+            name += " ‡"
         lines.append(
             f"| {name} | {summary.system.mode} | "
             + " | ".join(_cell(summary, metric) for metric in METRICS)
             + f" | {seeds_cell} | {'/'.join(map(str, updates)) or '–'} | "
             + f"{_minutes([run.train_seconds for run in finished if run.train_seconds])} |"
         )
+    if any(run.length_flag for summary in summaries for run in summary.finished):
+        low, high = LENGTH_RATIO_RANGE
+        lines += [
+            "",
+            f"‡ outputs too short/long (length ratio below {low} or above {high} in a seed, "
+            "see Runs): the difference may lie in decoding.",
+        ]
     return lines
 
 
@@ -304,15 +345,28 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
         lines += ["", *density["table"], "", "![BLEU by density](density.png)", ""]
     if has_curves:
         lines += ["## Validation curves", "", "![validation BLEU](curves.png)", ""]
-    lines += ["## Runs", "", "| run | finished | updates | training | evaluation |"]
-    lines += ["|---|---|---|---|---|"]
+    lines += ["## Runs", ""]
+    lines += ["The reported checkpoint is checkpoint_best.pt (the best validation BLEU); its "]
+    lines[-1] += "validation NLL, and the length of its test outputs against the references."
+    lines += ["", "| run | finished | updates | reported checkpoint (update) | valid NLL | "]
+    lines[-1] += "length ratio (BP) | training | evaluation |"
+    lines += ["|---|---|---|---|---|---|---|---|"]
     for summary in summaries:
         for run in summary.runs:
             lines.append(
                 f"| {run.directory.name} | {'yes' if run.finished else 'no'} | "
-                f"{run.updates if run.updates is not None else '–'} | "
+                f"{_number(run.updates)} | {_number(run.reported_update)} | "
+                f"{_number(run.reported_valid_nll, '.3f')} | {_length(run)} | "
                 f"{_seconds(run.train_seconds)} | {_seconds(run.evaluate_seconds)} |"
             )
+    flagged = [run for summary in summaries for run in summary.runs if run.length_flag]
+    if flagged:
+        lines += [""] + [
+            f"- {run.directory.name}: outputs {run.length_flag} (length ratio "
+            f"{run.length_ratio:.3f}, outside {LENGTH_RATIO_RANGE[0]}-{LENGTH_RATIO_RANGE[1]}): "
+            "the difference may lie in decoding"
+            for run in flagged
+        ]
     lines += provenance_markdown(command_line, commands, system_versions)
     report = grid.out / "report.md"
     report.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -321,6 +375,17 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
 
 def _seconds(value: Optional[float]) -> str:
     return "–" if value is None else f"{value:.0f} s"
+
+
+def _number(value: Optional[float], form: str = "d") -> str:
+    return "–" if value is None else format(value, form)
+
+
+def _length(run: Run) -> str:
+    if run.length_ratio is None or run.brevity_penalty is None:
+        return "–"
+    flag = f" ‡ {run.length_flag}" if run.length_flag else ""
+    return f"{run.length_ratio:.3f} ({run.brevity_penalty:.3f}){flag}"
 
 
 def _summary_json(summary: SystemSummary) -> Dict[str, object]:
@@ -337,6 +402,11 @@ def _summary_json(summary: SystemSummary) -> Dict[str, object]:
                 "finished": run.finished,
                 "scores": run.scores,
                 "updates": run.updates,
+                "reported_update": run.reported_update,
+                "reported_valid_nll": run.reported_valid_nll,
+                "length_ratio": run.length_ratio,
+                "brevity_penalty": run.brevity_penalty,
+                "length_flag": run.length_flag,
                 "train_seconds": run.train_seconds,
                 "evaluate_seconds": run.evaluate_seconds,
                 "validation_bleu": run.curve,

@@ -3,10 +3,12 @@ significance marks against the baseline, a missing seed, the density table, curv
 
 import json
 import statistics
+from dataclasses import asdict
 
 import pytest
 
-from fairseq_struct.eval.score import corpus_scores
+from fairseq_struct.eval.score import brevity_penalty_and_ratio, corpus_scores
+from fairseq_struct.grid.curves import best_update
 from fairseq_struct.grid.translation_report import write_report
 from fairseq_struct.grid.translation_runs import System, TranslationGrid
 
@@ -50,12 +52,13 @@ def write_run(grid: TranslationGrid, system: System, seed: int, curve) -> dict:
     (run / "eval").mkdir(parents=True)
     hypotheses = [HYPOTHESES[system](line, seed) for line in REFERENCES]
     (run / "eval" / "hyp.txt").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
-    scores = {name: score.score for name, score in corpus_scores(hypotheses, REFERENCES).items()}
-    record = {"scores": {name: {"score": value} for name, value in scores.items()}}
+    computed = corpus_scores(hypotheses, REFERENCES)
+    scores = {name: score.score for name, score in computed.items()}
+    record = {"scores": {name: asdict(score) for name, score in computed.items()}}
     (run / "eval" / "scores.json").write_text(json.dumps(record), encoding="utf-8")
     log = [
         f"2026-11-25 10:00:00 | INFO | valid | epoch 00{i} | valid on 'valid' subset | loss 3.1 | "
-        f"bleu {bleu} | wps 100 | num_updates {updates} | best_bleu {bleu}"
+        f"nll_loss {4 - i / 4} | bleu {bleu} | wps 100 | num_updates {updates} | best_bleu {bleu}"
         for i, (updates, bleu) in enumerate(curve, start=1)
     ]
     (run / "train.log").write_text("\n".join(log) + "\n", encoding="utf-8")
@@ -179,3 +182,54 @@ def test_a_grid_without_finished_runs_reports_them_missing(tmp_path):
     text = write_report(grid, ["python"]).read_text(encoding="utf-8")
     assert text.count("| 0/1 (missing: 1) |") == 4
     assert "By morphological density" not in text and "curves.png" not in text
+
+
+def test_runs_show_the_reported_checkpoint_its_valid_nll_and_the_output_length(tmp_path):
+    """Issue 36, point 2: each run's reported checkpoint (the best validation BLEU: update 100
+    here, 7.5 then 6.0), its validation NLL there, the test outputs' length ratio and BP; WORSE
+    (one word a sentence) flagged too short in its row, its system marked in the table."""
+    grid, _ = build_grid(tmp_path / "grid", systems=(BETTER, WORSE))
+    for system in (BETTER, WORSE):
+        for seed in (1, 2):
+            if (system, seed) != (WORSE, 2):
+                log = grid.run_dir(system, seed) / "train.log"
+                text = log.read_text(encoding="utf-8").replace("bleu 7.5", "bleu 4.0")
+                log.write_text(text.replace("bleu 5.0", "bleu 6.0"), encoding="utf-8")
+    report = write_report(grid, ["grid"]).read_text(encoding="utf-8")
+    record = json.loads((grid.out / "report.json").read_text(encoding="utf-8"))
+    runs = {(s["name"], r["seed"]): r for s in record["systems"] for r in s["runs"]}
+    better, worse = runs[BETTER.name, 1], runs[WORSE.name, 1]
+    hypotheses = [HYPOTHESES[WORSE](line, 1) for line in REFERENCES]
+    bp, ratio = brevity_penalty_and_ratio(str(corpus_scores(hypotheses, REFERENCES)["BLEU"].text))
+    assert (worse["reported_update"], worse["reported_valid_nll"]) == (100, 3.75)
+    assert (worse["length_ratio"], worse["brevity_penalty"]) == (ratio, bp)
+    assert ratio < 0.5 and worse["length_flag"] == "too short"
+    assert (better["length_ratio"], better["length_flag"]) == (1.0, None)  # the references
+    row = next(line for line in report.splitlines() if line.startswith(f"| {worse_dir(grid)} |"))
+    assert f"| 100 | 3.750 | {ratio:.3f} ({bp:.3f}) ‡ too short |" in row
+    assert f"| {WORSE.arch} ‡ | {WORSE.mode} |" in report
+    assert f"| {BETTER.arch} (baseline) | {BETTER.mode} |" in report
+    assert "outputs too short (length ratio" in report and "may lie in decoding" in report
+
+
+def worse_dir(grid: TranslationGrid) -> str:
+    return grid.run_dir(WORSE, 1).name
+
+
+@pytest.mark.parametrize(
+    "curve, expected",
+    [
+        ([(100, 5.0), (200, 7.5)], 200),
+        ([(100, 6.0), (200, 4.0)], 100),
+        ([(100, 6.0), (200, 6.0), (300, 5.9)], 200),  # a tie: fairseq keeps the later one
+        ([], None),
+    ],
+)
+def test_the_best_checkpoint_is_the_last_validation_at_least_as_good_as_all_before(curve, expected):
+    assert best_update(curve) == expected
+
+
+def test_length_figures_are_read_from_sacrebleus_line():
+    line = "BLEU|nrefs:1|tok:13a = 12.11 42.1/16.0/7.8/4.1 (BP = 0.919 ratio = 0.922 hyp_len = 1)"
+    assert brevity_penalty_and_ratio(line) == (0.919, 0.922)
+    assert brevity_penalty_and_ratio("chrF2 = 37.13") is None
