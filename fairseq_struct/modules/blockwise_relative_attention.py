@@ -2,7 +2,7 @@
 
     out_i = Σ_j p_ij (v_j + a^V_ij),   p_i = softmax_j(q_i · k_j + q_i · a^K_ij + bias_ij)
 
-(q already scaled; a^K_ij, a^V_ij the rows of the relative tables for bucket b_ij.) The written-out
+(q scaled by 1/sqrt(d); a^K_ij, a^V_ij the rows of the relative tables for bucket b_ij.) The written-out
 attention keeps the (B, H, T_q, T_k) probabilities for the backward, in several copies (fp32
 softmax, its cast, the dropped ones): 26x fused attention's memory for a bert-base layer at
 2,048 tokens. Here, as fused attention does, the forward keeps only q, k, v, the tables and the
@@ -15,7 +15,7 @@ output; the probabilities of a block of queries are recomputed in the backward, 
 The relative terms stay (T, 2k+1) tables per head: a gather from q·(a^K)^T and dO·(a^V)^T, a
 scatter of p or dS into the 2k+1 buckets (sums in fp32, as RelativePositionEmbeddings does). The
 arithmetic per block is that of the written-out attention (logits in the input dtype, softmax
-in fp32 at least), so the outputs agree with it; only the sums over key blocks of dk, dv and
+in fp32 at least), so the outputs agree with it; only the sums over query blocks of dk, dv and
 the tables' gradients are split (accumulated in fp32).
 
 Attention dropout is replayed, not stored: the forward draws each block's keep-mask from torch's
