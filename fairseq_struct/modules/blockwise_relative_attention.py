@@ -32,6 +32,8 @@ from typing import List, Optional, Tuple
 import torch
 from torch import Tensor, nn
 
+from fairseq_struct.modules.attention_masks import additive_mask, key_padding_bias
+
 # A block's logits (B·H·rows·T_k) are at most this many times the queries' size (B·H·T_q·d): the
 # blocks' temporaries grow with the layer's activations, as fused attention's memory does. On a
 # CPU, half (a bert-base layer's peak within 1.3x fused attention's at 512 and 2,048 tokens); on
@@ -280,16 +282,6 @@ def attention_bias(
     nonzero there); bias (1, 1, T_q, T_k) -inf where a bool attn_mask (T_q, T_k) is True, or a
     float attn_mask as it is."""
     accumulate = _accumulation_dtype(dtype)
-    key_bias = bias = None
-    if key_padding_mask is not None:
-        padding = key_padding_mask.to(torch.bool)[:, None, None, :]
-        key_bias = torch.zeros(padding.shape, dtype=accumulate, device=padding.device)
-        key_bias = key_bias.masked_fill(padding, float("-inf"))
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            bias = torch.zeros(attn_mask.shape, dtype=accumulate, device=attn_mask.device)
-            bias = bias.masked_fill(attn_mask, float("-inf"))
-        else:
-            bias = attn_mask.to(accumulate)
-        bias = bias[None, None]
+    key_bias = None if key_padding_mask is None else key_padding_bias(key_padding_mask, accumulate)
+    bias = None if attn_mask is None else additive_mask(attn_mask, accumulate)[None, None]
     return key_bias, bias

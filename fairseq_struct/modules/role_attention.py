@@ -30,6 +30,7 @@ from fairseq.incremental_decoding_utils import FairseqIncrementalState, with_inc
 from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor, nn
 
+from fairseq_struct.modules.attention_masks import additive_mask, key_padding_bias
 from fairseq_struct.modules.blockwise_relative_attention import (
     active_dropout,
     attention_bias,
@@ -239,7 +240,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 saved_state["prev_key_padding_mask"] = key_padding_mask
                 if static_kv and key_padding_mask is not None:
                     # The same padding at every step: its additive form made once.
-                    padding_bias = self._padding_bias(key_padding_mask, q.dtype)
+                    padding_bias = key_padding_bias(key_padding_mask, q.dtype)
                     saved_state["prev_key_padding_bias"] = padding_bias
                 self._set_input_buffer(incremental_state, saved_state)
         probabilities_needed = need_weights or before_softmax
@@ -283,7 +284,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
         """softmax(Q K^T + masks) V by `scaled_dot_product_attention` (flash / memory-efficient
         kernels on a GPU): the path without a relative-position term and without weights to
         return. q is already scaled; padding_bias, when given, is key_padding_mask's
-        `_padding_bias`. Returns (bsz, heads, tgt_len, head_dim)."""
+        `key_padding_bias`. Returns (bsz, heads, tgt_len, head_dim)."""
         bsz, heads, tgt_len, head_dim = q.shape
         sentences, src_len = k.size(0), k.size(2)
         beams = bsz // sentences
@@ -295,18 +296,14 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                 attn_mask = attn_mask.repeat(beams, 1)
         mask = None
         if attn_mask is not None:
-            mask = (
-                torch.zeros_like(attn_mask, dtype=q.dtype).masked_fill(attn_mask, float("-inf"))
-                if attn_mask.dtype == torch.bool
-                else attn_mask.to(q.dtype)
-            )
+            mask = additive_mask(attn_mask, q.dtype)
         if key_padding_mask is not None and mask is not None:
             padding = key_padding_mask.view(sentences, 1, 1, src_len).to(torch.bool)
             mask = mask.masked_fill(padding, float("-inf"))
         elif key_padding_mask is not None:
             mask = padding_bias
             if mask is None:
-                mask = self._padding_bias(key_padding_mask, q.dtype)
+                mask = key_padding_bias(key_padding_mask, q.dtype)
         dropout_p = active_dropout(self.dropout_module)
         filler = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=1.0
@@ -349,15 +346,6 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
             *attention_bias(key_padding_mask, attn_mask, q.dtype),
             self.scaling,
             dropout_p,
-        )
-
-    @staticmethod
-    def _padding_bias(key_padding_mask: Tensor, dtype: torch.dtype) -> Tensor:
-        """(rows, 1, 1, keys): 0 where a key is attended to, -inf at padding."""
-        rows, keys = key_padding_mask.shape
-        padding = key_padding_mask.view(rows, 1, 1, keys).to(torch.bool)
-        return torch.zeros((), dtype=dtype, device=padding.device).masked_fill(
-            padding, float("-inf")
         )
 
     def _explicit_attention(
