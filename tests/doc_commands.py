@@ -25,7 +25,7 @@ import shlex
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional
 
 from conftest import REPO_ROOT
 
@@ -218,22 +218,33 @@ def check_script(script: Path, argv: List[str], elided: bool) -> Optional[str]:
     return None if elided and "required" in error else error
 
 
-def check(command: Command) -> Optional[str]:
-    """What is wrong with the command for the program it calls, None if nothing is, or the
-    string "unchecked" for a program this check does not know (make, pip, ...)."""
+UNCHECKED = "unchecked"
+
+
+def checker(command: Command) -> Optional[Callable[[], Optional[str]]]:
+    """The check of the program the command calls, or None for a program this module does not
+    know (make, pip, ...)."""
     words = program(command.words)
     if not words:
-        return "unchecked"
-    name, argv = words[0], words[1:]
+        return None
+    name, argv, elided = words[0], words[1:], command.elided
     if name in ("bash", "sh") and argv and argv[0].endswith(".sh"):
         name, argv = argv[0], argv[1:]
     if name.endswith(".sh") and "scripts/" in name:
-        return check_script(REPO_ROOT / name[name.index("scripts/") :], argv, command.elided)
+        script = REPO_ROOT / name[name.index("scripts/") :]
+        return lambda: check_script(script, argv, elided)
     if name in CONSOLE_SCRIPTS:
-        return check_module(CONSOLE_SCRIPTS[name], argv, command.elided)
-    if PYTHONS.match(name) and argv[:1] == ["-m"] and len(argv) > 1:
+        return lambda: check_module(CONSOLE_SCRIPTS[name], argv, elided)
+    if PYTHONS.match(name) and argv[:1] == ["-m"] and argv[1:2]:
         if argv[1].startswith("fairseq_struct"):
-            return check_module(argv[1], argv[2:], command.elided)
+            return lambda: check_module(argv[1], argv[2:], elided)
     if os.path.basename(name) in FAIRSEQ_PARSERS and "--user-dir" in argv:
-        return check_fairseq(os.path.basename(name), argv, command.elided)
-    return "unchecked"
+        return lambda: check_fairseq(os.path.basename(name), argv, elided)
+    return None
+
+
+def check(command: Command) -> Optional[str]:
+    """What is wrong with the command for the program it calls, None if nothing is, or
+    UNCHECKED for a program this module does not know."""
+    run = checker(command)
+    return UNCHECKED if run is None else run()
