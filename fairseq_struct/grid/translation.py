@@ -6,8 +6,9 @@
 
 prepares the data once per segmentation mode (`scripts/prepare-parallel.sh`), trains every
 system with every seed with the same budget (`scripts/train-en-tr.sh`: one profile, the same
-updates, batch and learning-rate schedule for all), translates the test set with each best
-checkpoint (`scripts/evaluate.sh`: sacreBLEU on the raw reference) and writes the report
+updates, batch and learning-rate schedule for all), translates the test set with the checkpoint
+of each run that --checkpoint-rule chooses on the validation set (`grid.run_evaluation`, through
+`scripts/evaluate.sh`: sacreBLEU on the raw reference) and writes the report
 (`grid.translation_report`: report.md, report.json and figures in --out). Every step is skipped
 when it finished before (`grid.steps`), so a killed grid started again with the same command
 redoes only what was unfinished; `--systems` takes any subset, `--seeds` any number of seeds.
@@ -16,7 +17,8 @@ The grid runs the project's shell scripts, so it runs from a checkout (where `ma
 installs the project). Layout of --out:
 
     data/<mode>/                 binarized data of a mode (prepare-parallel.sh --out)
-    runs/<mode>-<arch>-seed<S>/  checkpoints/, train.log, eval/ (hyp.txt, scores.json)
+    runs/<mode>-<arch>-seed<S>/  checkpoints/, train.log, eval/ (selection.json, hyp.txt,
+                                 scores.json), eval-<rule>/ for each of --compare-rules
     report.md report.json *.png  the report
 """
 
@@ -25,13 +27,17 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from fairseq_struct.grid.checkpoint_rules import CheckpointRule
 from fairseq_struct.grid.command_line import add_assignment_option, positive_float, run_grid
 from fairseq_struct.grid.steps import GridError
 from fairseq_struct.grid.translation_runs import (
     ARCHITECTURES,
+    DEFAULT_CHECKPOINT_RULE,
     DEFAULT_MAX_UPDATE,
     DEFAULT_SYSTEMS,
+    LENPEN_GRID,
     PROFILE_ARCH_SIZE,
+    Evaluation,
     System,
     TranslationGrid,
     grid_steps,
@@ -43,6 +49,20 @@ def _system_argument(spec: str) -> System:
         return System.parse(spec)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from error
+
+
+def _checked(parse):
+    """An argparse type that keeps the text as written once `parse` accepts it (its
+    ValueError's message is argparse's error)."""
+
+    def argument(spec: str) -> str:
+        try:
+            parse(spec)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from error
+        return spec
+
+    return argument
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,6 +111,37 @@ def build_parser() -> argparse.ArgumentParser:
         parser, "--arch-lr", "ARCH", ARCHITECTURES, "LR", positive_float, "> 0",
         help_text="peak learning rate of one architecture instead of --lr, e.g. tp_transformer=0.006",
     )  # fmt: skip
+    parser.add_argument(
+        "--checkpoint-rule",
+        type=_checked(CheckpointRule.parse),
+        default=DEFAULT_CHECKPOINT_RULE,
+        metavar="RULE",
+        help="the checkpoint each run reports: valid-bleu (best beam-1 validation BLEU), "
+        "valid-nll, last, average-last-N or valid-bleu-beam (the validation set decoded with "
+        f"--beam); docs/reproducing.md says which is most stable (default: {DEFAULT_CHECKPOINT_RULE})",
+    )
+    parser.add_argument(
+        "--tune-lenpen",
+        action="store_true",
+        help="choose each run's length penalty on the validation set (from --lenpen-grid)",
+    )
+    parser.add_argument(
+        "--lenpen-grid",
+        type=float,
+        nargs="+",
+        default=list(LENPEN_GRID),
+        metavar="LENPEN",
+        help=f"the length penalties --tune-lenpen tries (default: {' '.join(map(str, LENPEN_GRID))})",
+    )
+    parser.add_argument(
+        "--compare-rules",
+        type=_checked(Evaluation.parse),
+        nargs="+",
+        default=[],
+        metavar="RULE[+lenpen]",
+        help="evaluate every run by these rules too (+lenpen: with the length penalty tuned) "
+        "and compare in the report how stable each keeps the systems' differences over seeds",
+    )
     parser.add_argument("--segmentation-cache", help="Turkish: sqlite cache of segmented lines")
     parser.add_argument(
         "--launcher",
@@ -112,6 +163,8 @@ def build_parser() -> argparse.ArgumentParser:
 def grid_from_args(args: argparse.Namespace) -> TranslationGrid:
     if len(set(args.systems)) != len(args.systems):
         raise GridError("a system is listed twice in --systems")
+    if min(args.lenpen_grid) <= 0:
+        raise GridError(f"--lenpen-grid: length penalties must be > 0, not {min(args.lenpen_grid)}")
     return TranslationGrid(
         train=args.train,
         valid=args.valid,
@@ -132,6 +185,10 @@ def grid_from_args(args: argparse.Namespace) -> TranslationGrid:
         arch_lr=tuple(dict(args.arch_lr).items()),
         train_args=tuple(args.train_args),
         segmentation_cache=args.segmentation_cache,
+        checkpoint_rule=args.checkpoint_rule,
+        tune_lenpen=args.tune_lenpen,
+        lenpen_grid=tuple(args.lenpen_grid),
+        compare=tuple(dict.fromkeys(args.compare_rules)),
     )
 
 

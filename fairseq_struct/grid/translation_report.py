@@ -39,15 +39,33 @@ from fairseq_struct.eval.significance import SIGNIFICANCE_LEVEL, paired_test
 from fairseq_struct.grid.curves import best_update, last_update, validation_curve
 from fairseq_struct.grid.figures import plot_curves
 from fairseq_struct.grid.provenance import provenance_markdown, step_commands, versions
+from fairseq_struct.grid.rule_stability import consistent_pairs, mean_seed_std, sign_agreement
 from fairseq_struct.grid.seed_summary import mean_and_std, mean_std_text, seeds_text
 from fairseq_struct.grid.steps import GridError, marker_record, wall_seconds
-from fairseq_struct.grid.translation_runs import System, TranslationGrid, grid_steps
+from fairseq_struct.grid.translation_runs import (
+    Evaluation,
+    System,
+    TranslationGrid,
+    evaluate_step_name,
+    grid_steps,
+)
 
 METRICS = ("BLEU", "chrF", "chrF++")
 # Outputs this much shorter or longer than the references: a score difference may come from
 # the decoding (the checkpoint, the length penalty) rather than from the model.
 LENGTH_RATIO_RANGE = (0.9, 1.1)
 TESTED_METRICS = {"BLEU": "BLEU", "chrF": "chrF2"}  # our name -> sacreBLEU's paired-test name
+COMPARED_METRICS = ("BLEU", "chrF")  # of the checkpoint rules' comparison
+# How each rule chooses, for the report.
+RULE_TEXT = {
+    "valid-bleu": "the best beam-1 validation BLEU of training (checkpoint_best.pt)",
+    "valid-nll": "the saved checkpoint with the lowest validation NLL",
+    "last": "the last checkpoint",
+    "average-last": "the newest saved checkpoints averaged",
+    "valid-bleu-beam": "the saved checkpoint with the best BLEU on the validation set decoded "
+    "with the test's beam",
+}
+LENPEN_TEXT = ", its length penalty the best on the validation set"
 
 
 @dataclass
@@ -61,9 +79,13 @@ class Run:
     updates: Optional[int]
     train_seconds: Optional[float]
     evaluate_seconds: Optional[float]
-    # The evaluated checkpoint (checkpoint_best.pt: the best validation BLEU) and its test outputs.
+    # The evaluated checkpoint (the newest of several averaged), its validation NLL (None for
+    # averaged weights, never validated), the length penalty tuned on validation (None:
+    # fairseq's default) and its test outputs' length.
     reported_update: Optional[int] = None
+    averaged_updates: List[int] = field(default_factory=list)
     reported_valid_nll: Optional[float] = None
+    lenpen: Optional[float] = None
     brevity_penalty: Optional[float] = None
     length_ratio: Optional[float] = None
 
@@ -98,41 +120,59 @@ class SystemSummary:
         return [run for run in self.runs if run.finished]
 
 
-def collect_run(grid: TranslationGrid, system: System, seed: int) -> Run:
+def collect_run(
+    grid: TranslationGrid, system: System, seed: int, evaluation: Optional[Evaluation] = None
+) -> Run:
+    """A run's record as `evaluation` (the grid's reported one by default) evaluated it."""
+    evaluation = evaluation or grid.reported
     directory = grid.run_dir(system, seed)
-    scores_path = directory / "eval" / "scores.json"
+    eval_dir = grid.eval_dir(system, seed, evaluation)
+    step = evaluate_step_name(grid, evaluation)
+    scores_path = eval_dir / "scores.json"
     scores = None
     lengths = None
-    if marker_record(directory, "evaluate") is not None and scores_path.is_file():
+    if marker_record(directory, step) is not None and scores_path.is_file():
         record = json.loads(scores_path.read_text(encoding="utf-8"))
         scores = {metric: float(record["scores"][metric]["score"]) for metric in METRICS}
         lengths = brevity_penalty_and_ratio(record["scores"]["BLEU"].get("text", ""))
     log = directory / "train.log"
     curve = validation_curve(log)
-    reported = best_update(curve)  # the grid trains with --best-checkpoint-metric bleu
-    valid_nll = dict(validation_curve(log, "nll_loss")).get(reported)
-    return Run(
+    run = Run(
         system=system,
         seed=seed,
         directory=directory,
         scores=scores,
-        hypotheses_path=directory / "eval" / "hyp.txt",
+        hypotheses_path=eval_dir / "hyp.txt",
         curve=curve,
         updates=last_update(log),
         train_seconds=wall_seconds(directory, "train"),
-        evaluate_seconds=wall_seconds(directory, "evaluate"),
-        reported_update=reported,
-        reported_valid_nll=valid_nll,
+        evaluate_seconds=wall_seconds(directory, step),
         brevity_penalty=lengths[0] if lengths else None,
         length_ratio=lengths[1] if lengths else None,
     )
+    selection_path = eval_dir / "selection.json"
+    if selection_path.is_file():
+        selection = json.loads(selection_path.read_text(encoding="utf-8"))
+        updates = [int(update) for update in selection["updates"]]
+        run.reported_update = updates[0]
+        run.averaged_updates = updates if len(updates) > 1 else []
+        if len(updates) == 1:
+            run.reported_valid_nll = selection["valid_nll"].get(str(updates[0]))
+        run.lenpen = selection.get("lenpen")
+    else:  # a grid evaluated before selection.json: checkpoint_best.pt by validation BLEU
+        run.reported_update = best_update(curve)
+        run.reported_valid_nll = dict(validation_curve(log, "nll_loss")).get(run.reported_update)
+    return run
 
 
 def summarise(
-    grid: TranslationGrid, references: Optional[List[str]], test_type: str = "bs"
+    grid: TranslationGrid,
+    references: Optional[List[str]],
+    test_type: str = "bs",
+    evaluation: Optional[Evaluation] = None,
 ) -> List[SystemSummary]:
     summaries = [
-        SystemSummary(system, [collect_run(grid, system, seed) for seed in grid.seeds])
+        SystemSummary(system, [collect_run(grid, system, seed, evaluation) for seed in grid.seeds])
         for system in grid.systems
     ]
     for summary in summaries:
@@ -229,6 +269,86 @@ def results_table(summaries: List[SystemSummary], seeds: Sequence[int]) -> List[
     return lines
 
 
+def compare_evaluations(grid: TranslationGrid) -> Dict[str, object]:
+    """The grid's runs under each of its evaluations (checkpoint rules, tuned length penalty):
+    each system's mean ± std over seeds, and how stable each evaluation keeps the comparison
+    (`grid.rule_stability`). Markdown lines and the JSON record."""
+    records: List[Dict[str, object]] = []
+    stability_rows, system_rows = [], []
+    for evaluation in grid.evaluations:
+        summaries = summarise(grid, None, evaluation=evaluation)
+        stability: Dict[str, Dict[str, object]] = {}
+        for metric in COMPARED_METRICS:
+            scores = {
+                summary.system.name: {run.seed: run.scores[metric] for run in summary.finished}
+                for summary in summaries
+            }
+            consistent, pairs = consistent_pairs(scores)
+            stability[metric] = {
+                "sign_agreement": sign_agreement(scores),
+                "consistent_pairs": consistent,
+                "pairs": pairs,
+                "mean_seed_std": mean_seed_std(scores),
+            }
+        name = f"`{evaluation.name}`" + (" (reported)" if evaluation == grid.reported else "")
+        stability_rows.append(
+            f"| {name} | "
+            + " | ".join(_fraction(stability[m]["sign_agreement"]) for m in COMPARED_METRICS)
+            + " | "
+            + " | ".join(
+                f"{stability[m]['consistent_pairs']}/{stability[m]['pairs']}"
+                for m in COMPARED_METRICS
+            )
+            + " | "
+            + " | ".join(_number(stability[m]["mean_seed_std"], ".2f") for m in COMPARED_METRICS)
+            + " |"
+        )
+        for summary in summaries:
+            finished = summary.finished
+            ratios = [run.length_ratio for run in finished if run.length_ratio is not None]
+            system_rows.append(
+                f"| {name} | {summary.system.name} | "
+                + " | ".join(
+                    mean_std_text(summary.mean[m], summary.std[m]) for m in COMPARED_METRICS
+                )
+                + f" | {_number(statistics.fmean(ratios) if ratios else None, '.3f')} | "
+                + ", ".join(f"{run.seed}: {_checkpoint(run)}" for run in finished)
+                + " |"
+            )
+        records.append(
+            {
+                "name": evaluation.name,
+                "reported": evaluation == grid.reported,
+                "stability": stability,
+                "systems": [_summary_json(summary) for summary in summaries],
+            }
+        )
+    header = " | ".join(COMPARED_METRICS)
+    markdown = [
+        "## Checkpoint rules compared",
+        "",
+        "Every run evaluated by each rule (`--compare-rules`). Sign kept: over every pair of "
+        "systems and every two seeds, how often the two seeds' differences have the same sign; "
+        "consistent pairs: pairs of systems whose difference has one sign in every seed; std: "
+        "a system's sample standard deviation over seeds, averaged over the systems.",
+        "",
+        f"| evaluation | sign kept: {header} | consistent pairs: {header} | std over seeds: "
+        f"{header} |",
+        "|---|" + "---|" * 3 * len(COMPARED_METRICS),
+        *stability_rows,
+        "",
+        f"| evaluation | system | {header} | length ratio | reported checkpoint by seed |",
+        "|---|---|" + "---|" * len(COMPARED_METRICS) + "---|---|",
+        *system_rows,
+        "",
+    ]
+    return {"markdown": markdown, "json": records}
+
+
+def _fraction(value: Optional[float]) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
 def test_set_statistics(grid: TranslationGrid) -> Dict[str, object]:
     """Pieces per word of the encoded test reference in each mode, morphemes per word of the
     segmented one (morph mode) and C_D of the raw reference."""
@@ -298,6 +418,7 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
         [(summary.system.name, run.curve) for summary in summaries for run in summary.runs],
         "validation BLEU (fairseq --eval-bleu)",
     )
+    comparison = compare_evaluations(grid) if len(grid.evaluations) > 1 else None
     statistics_of_test = test_set_statistics(grid)
     system_versions = versions()
     commands = step_commands(grid_steps(grid))
@@ -314,6 +435,7 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
         "systems": [_summary_json(summary) for summary in summaries],
         "test_set": statistics_of_test,
         "density": None if density is None else density["json"],
+        "evaluations": None if comparison is None else comparison["json"],
         "versions": system_versions,
         "step_commands": commands,
     }
@@ -345,18 +467,25 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
         lines += ["", *density["table"], "", "![BLEU by density](density.png)", ""]
     if has_curves:
         lines += ["## Validation curves", "", "![validation BLEU](curves.png)", ""]
+    if comparison is not None:
+        lines += comparison["markdown"]
     lines += ["## Runs", ""]
-    lines += ["The reported checkpoint is checkpoint_best.pt (the best validation BLEU); its "]
-    lines[-1] += "validation NLL, and the length of its test outputs against the references."
+    lines += [
+        f"The reported checkpoint: {RULE_TEXT[grid.reported.rule.kind]} (`--checkpoint-rule "
+        f"{grid.reported.rule.name}`){LENPEN_TEXT if grid.tune_lenpen else ''}; its validation "
+        "NLL, and the length of its test outputs against the references."
+    ]
+    tuned = grid.tune_lenpen
     lines += ["", "| run | finished | updates | reported checkpoint (update) | valid NLL | "]
-    lines[-1] += "length ratio (BP) | training | evaluation |"
-    lines += ["|---|---|---|---|---|---|---|---|"]
+    lines[-1] += "length penalty | " * tuned + "length ratio (BP) | training | evaluation |"
+    lines += ["|---|---|---|---|---|---|---|---|" + "---|" * tuned]
     for summary in summaries:
         for run in summary.runs:
+            lenpen = f"{_number(run.lenpen, 'g')} | " * tuned
             lines.append(
                 f"| {run.directory.name} | {'yes' if run.finished else 'no'} | "
-                f"{_number(run.updates)} | {_number(run.reported_update)} | "
-                f"{_number(run.reported_valid_nll, '.3f')} | {_length(run)} | "
+                f"{_number(run.updates)} | {_checkpoint(run)} | "
+                f"{_number(run.reported_valid_nll, '.3f')} | {lenpen}{_length(run)} | "
                 f"{_seconds(run.train_seconds)} | {_seconds(run.evaluate_seconds)} |"
             )
     flagged = [run for summary in summaries for run in summary.runs if run.length_flag]
@@ -381,6 +510,12 @@ def _number(value: Optional[float], form: str = "d") -> str:
     return "–" if value is None else format(value, form)
 
 
+def _checkpoint(run: Run) -> str:
+    if run.averaged_updates:
+        return "+".join(map(str, sorted(run.averaged_updates))) + " averaged"
+    return _number(run.reported_update)
+
+
 def _length(run: Run) -> str:
     if run.length_ratio is None or run.brevity_penalty is None:
         return "–"
@@ -403,7 +538,9 @@ def _summary_json(summary: SystemSummary) -> Dict[str, object]:
                 "scores": run.scores,
                 "updates": run.updates,
                 "reported_update": run.reported_update,
+                "averaged_updates": run.averaged_updates,
                 "reported_valid_nll": run.reported_valid_nll,
+                "lenpen": run.lenpen,
                 "length_ratio": run.length_ratio,
                 "brevity_penalty": run.brevity_penalty,
                 "length_flag": run.length_flag,

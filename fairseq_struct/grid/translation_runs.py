@@ -2,10 +2,12 @@
 the grid's settings and its steps (prepare, train, evaluate), shared by the command and its
 report (`grid.translation_report`)."""
 
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from fairseq_struct.grid.checkpoint_rules import CheckpointRule, RuleError
 from fairseq_struct.grid.steps import Step, scripts_dir
 
 MODES = ("bpe", "morph")
@@ -24,6 +26,11 @@ DEFAULT_MAX_UPDATE = {"cpu": 2000, "paper": 100000}
 # real text: the TP-Transformer's at 0.003 (docs/results/en-tr-tp-analysis.md); the demo's
 # synthetic grammar favours 0.003 for both, so the script keeps it.
 PROFILE_ARCH_LR = {"cpu": {"tp_transformer": 0.006}, "paper": {}}
+# The interval checkpoints each profile of train-en-tr.sh keeps (--keep-interval-updates).
+PROFILE_KEPT_CHECKPOINTS = {"cpu": 1, "paper": 2}
+DEFAULT_CHECKPOINT_RULE = "valid-bleu"
+# Length penalties --tune-lenpen tries on the validation set (fairseq's default is 1.0).
+LENPEN_GRID = (0.6, 0.8, 1.0, 1.2, 1.5, 2.0)
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,27 @@ class System:
 
 
 @dataclass(frozen=True)
+class Evaluation:
+    """How a run is evaluated: the checkpoint rule, and whether the length penalty is tuned on
+    the validation set first."""
+
+    rule: CheckpointRule
+    tune_lenpen: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.rule.name + ("+lenpen" if self.tune_lenpen else "")
+
+    @classmethod
+    def parse(cls, spec: str) -> "Evaluation":
+        """A checkpoint rule, `+lenpen` after it to tune the length penalty: `valid-nll+lenpen`."""
+        rule, plus, rest = spec.partition("+")
+        if plus and rest != "lenpen":
+            raise RuleError(f"{spec!r}: only '+lenpen' may follow the checkpoint rule")
+        return cls(CheckpointRule.parse(rule), bool(plus))
+
+
+@dataclass(frozen=True)
 class TranslationGrid:
     train: str  # prefixes: PREFIX.<src> and PREFIX.<tgt>, raw text
     valid: str
@@ -68,6 +96,37 @@ class TranslationGrid:
     arch_lr: Tuple[Tuple[str, float], ...] = ()  # (arch, peak rate): overrides lr for that arch
     train_args: Tuple[str, ...] = ()  # more fairseq-train options, the same for every system
     segmentation_cache: Optional[str] = None
+    checkpoint_rule: str = DEFAULT_CHECKPOINT_RULE  # the reported checkpoint (checkpoint_rules)
+    tune_lenpen: bool = False  # the reported runs' length penalty tuned on the validation set
+    lenpen_grid: Tuple[float, ...] = LENPEN_GRID
+    compare: Tuple[str, ...] = ()  # more evaluations (Evaluation specs) reported side by side
+
+    @property
+    def reported(self) -> Evaluation:
+        return Evaluation(CheckpointRule.parse(self.checkpoint_rule), self.tune_lenpen)
+
+    @property
+    def evaluations(self) -> List[Evaluation]:
+        """The reported evaluation first, then the compared ones (each once)."""
+        found = [self.reported, *(Evaluation.parse(spec) for spec in self.compare)]
+        return list(dict.fromkeys(found))
+
+    def eval_dir(self, system: "System", seed: int, evaluation: Evaluation) -> Path:
+        """eval/ for the reported evaluation, eval-<name>/ for a compared one."""
+        suffix = "" if evaluation == self.reported else f"-{evaluation.name}"
+        return self.run_dir(system, seed) / f"eval{suffix}"
+
+    def kept_checkpoints(self) -> Optional[int]:
+        """--keep-interval-updates for training when the evaluations' rules need more interval
+        checkpoints than the profile keeps (-1: all), unless the fairseq-train options set it."""
+        if "--keep-interval-updates" in self.train_args:
+            return None
+        needs = [e.rule.keep_interval_updates() for e in self.evaluations]
+        needs = [need for need in needs if need is not None]
+        if not needs:
+            return None
+        keep = -1 if -1 in needs else max(needs)
+        return keep if keep == -1 or keep > PROFILE_KEPT_CHECKPOINTS[self.profile] else None
 
     @property
     def modes(self) -> List[str]:
@@ -92,6 +151,7 @@ class TranslationGrid:
         record = asdict(self)
         record["out"] = str(self.out)
         record["systems"] = [system.name for system in self.systems]
+        record["evaluations"] = [evaluation.name for evaluation in self.evaluations]
         return record
 
 
@@ -120,21 +180,36 @@ def train_step(grid: TranslationGrid, system: System, seed: int, scripts: Path) 
         command += ["--lr", str(lr)]
     if grid.cpu:
         command.append("--cpu")
-    command += ["--", "--seed", str(seed), "--num-workers", "0", *grid.train_args]
+    command += ["--", "--seed", str(seed), "--num-workers", "0"]
+    keep = grid.kept_checkpoints()
+    if keep is not None:
+        command += ["--keep-interval-updates", str(keep)]
+    command += grid.train_args
     return Step(_label(system, seed), "train", command, run, _threads(grid))
 
 
-def evaluate_step(grid: TranslationGrid, system: System, seed: int, scripts: Path) -> Step:
+def evaluate_step(grid: TranslationGrid, system: System, seed: int, evaluation: Evaluation) -> Step:
+    """The run's checkpoint chosen by the evaluation's rule (and its length penalty tuned, if
+    asked) on the validation set, then the test set translated (grid.run_evaluation)."""
     run = grid.run_dir(system, seed)
-    data = grid.data_dir(system.mode)
+    out = grid.eval_dir(system, seed, evaluation)
     command = [
-        "bash", str(scripts / "evaluate.sh"), str(data),
-        str(run / "checkpoints" / "checkpoint_best.pt"),
-        str(data / f"test.raw.{grid.tgt_lang}"), str(run / "eval"), "--beam", str(grid.beam),
+        sys.executable, "-m", "fairseq_struct.grid.run_evaluation", "--run", str(run),
+        "--data", str(grid.data_dir(system.mode)), "--tgt-lang", grid.tgt_lang,
+        "--rule", evaluation.rule.name, "--beam", str(grid.beam), "--out", str(out),
     ]  # fmt: skip
+    if evaluation.tune_lenpen:
+        command += ["--tune-lenpen", *(f"{value:g}" for value in grid.lenpen_grid)]
     if grid.cpu:
         command += ["--", "--cpu"]
-    return Step(_label(system, seed), "evaluate", command, run, _threads(grid))
+    return Step(
+        _label(system, seed), evaluate_step_name(grid, evaluation), command, run, _threads(grid)
+    )
+
+
+def evaluate_step_name(grid: TranslationGrid, evaluation: Evaluation) -> str:
+    """`evaluate` for the reported evaluation, `evaluate-<name>` for a compared one."""
+    return "evaluate" if evaluation == grid.reported else f"evaluate-{evaluation.name}"
 
 
 def grid_steps(grid: TranslationGrid) -> List[Step]:
@@ -145,7 +220,7 @@ def grid_steps(grid: TranslationGrid) -> List[Step]:
     for seed in grid.seeds:
         for system in grid.systems:
             steps.append(train_step(grid, system, seed, scripts))
-            steps.append(evaluate_step(grid, system, seed, scripts))
+            steps += [evaluate_step(grid, system, seed, e) for e in grid.evaluations]
     return steps
 
 

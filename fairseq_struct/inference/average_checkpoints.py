@@ -85,6 +85,17 @@ def average_checkpoints(paths: Sequence[Path]) -> dict:
     return first
 
 
+def write_average(paths: Sequence[Path], output: Path) -> None:
+    """Write the newest-first `paths`' averaged checkpoint to `output` (atomically).
+
+    Raises:
+        AverageError: as average_checkpoints.
+    """
+    state = average_checkpoints(paths)
+    with atomic_writer(output) as file:
+        torch.save(state, file)
+
+
 def _check_same_model(path: Path, state: dict, first_path: Path, first: dict) -> None:
     arch, first_arch = architecture(state), architecture(first)
     if arch != first_arch:
@@ -179,12 +190,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         paths = chosen_checkpoints(args)
         logger.info("averaging %d checkpoints: %s", len(paths), ", ".join(map(str, paths)))
-        state = average_checkpoints(paths)
+        write_average(paths, Path(args.output))
     except (AverageError, SelectionError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 1
-    with atomic_writer(args.output) as file:
-        torch.save(state, file)
     logger.info("wrote %s", args.output)
     return 0
 

@@ -47,28 +47,38 @@ HYPOTHESES = {
 }
 
 
+def write_evaluation(run, name: str, hypotheses, selection=None) -> dict:
+    """An evaluate step's output (eval/ or eval-<rule>/, its marker); the scores."""
+    out = run / ("eval" if name == "evaluate" else name.replace("evaluate", "eval", 1))
+    out.mkdir(parents=True)
+    (out / "hyp.txt").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
+    computed = corpus_scores(hypotheses, REFERENCES)
+    record = {"scores": {name: asdict(score) for name, score in computed.items()}}
+    (out / "scores.json").write_text(json.dumps(record), encoding="utf-8")
+    if selection is not None:
+        (out / "selection.json").write_text(json.dumps(selection), encoding="utf-8")
+    marker = {"command": f"{name} {run.name}", "wall_seconds": 30.0}
+    (run / f".{name}.done.json").write_text(json.dumps(marker), encoding="utf-8")
+    return {name: score.score for name, score in computed.items()}
+
+
 def write_run(grid: TranslationGrid, system: System, seed: int, curve) -> dict:
     run = grid.run_dir(system, seed)
-    (run / "eval").mkdir(parents=True)
-    hypotheses = [HYPOTHESES[system](line, seed) for line in REFERENCES]
-    (run / "eval" / "hyp.txt").write_text("\n".join(hypotheses) + "\n", encoding="utf-8")
-    computed = corpus_scores(hypotheses, REFERENCES)
-    scores = {name: score.score for name, score in computed.items()}
-    record = {"scores": {name: asdict(score) for name, score in computed.items()}}
-    (run / "eval" / "scores.json").write_text(json.dumps(record), encoding="utf-8")
+    scores = write_evaluation(
+        run, "evaluate", [HYPOTHESES[system](line, seed) for line in REFERENCES]
+    )
     log = [
         f"2026-11-25 10:00:00 | INFO | valid | epoch 00{i} | valid on 'valid' subset | loss 3.1 | "
         f"nll_loss {4 - i / 4} | bleu {bleu} | wps 100 | num_updates {updates} | best_bleu {bleu}"
         for i, (updates, bleu) in enumerate(curve, start=1)
     ]
     (run / "train.log").write_text("\n".join(log) + "\n", encoding="utf-8")
-    for step, seconds in (("train", 600.0), ("evaluate", 30.0)):
-        marker = {"command": f"{step} {system.name} {seed}", "wall_seconds": seconds}
-        (run / f".{step}.done.json").write_text(json.dumps(marker), encoding="utf-8")
+    marker = {"command": f"train {system.name} {seed}", "wall_seconds": 600.0}
+    (run / ".train.done.json").write_text(json.dumps(marker), encoding="utf-8")
     return scores
 
 
-def build_grid(out, systems=(BASELINE, BETTER, WORSE, SAME)) -> tuple:
+def build_grid(out, systems=(BASELINE, BETTER, WORSE, SAME), **settings) -> tuple:
     """A grid of two seeds whose runs write HYPOTHESES (WORSE's seed 2 missing)."""
     grid = TranslationGrid(
         train="raw/train",
@@ -79,6 +89,7 @@ def build_grid(out, systems=(BASELINE, BETTER, WORSE, SAME)) -> tuple:
         seeds=(1, 2),
         systems=systems,
         max_update=200,
+        **settings,
     )
     for mode in ("bpe", "morph"):
         data = grid.data_dir(mode)
@@ -233,3 +244,52 @@ def test_length_figures_are_read_from_sacrebleus_line():
     line = "BLEU|nrefs:1|tok:13a = 12.11 42.1/16.0/7.8/4.1 (BP = 0.919 ratio = 0.922 hyp_len = 1)"
     assert brevity_penalty_and_ratio(line) == (0.919, 0.922)
     assert brevity_penalty_and_ratio("chrF2 = 37.13") is None
+
+
+def test_compared_rules_show_how_stable_each_keeps_the_comparison(tmp_path):
+    """Issue 36, point 1's report: each evaluation's systems over seeds and its stability; the
+    runs' reported checkpoints read from selection.json (averaged updates, tuned lenpen)."""
+    compared = "average-last-2+lenpen"
+    grid, _ = build_grid(tmp_path / "grid", systems=(BASELINE, BETTER), compare=(compared,))
+    # the reported rule chose 100 (the curve's best is 200, its NLL 3.5)
+    selection = {"updates": [100], "valid_nll": {"100": 3.25}, "lenpen": None}
+    for system, seed in [(BASELINE, 1), (BASELINE, 2), (BETTER, 1), (BETTER, 2)]:
+        run = grid.run_dir(system, seed)
+        (run / "eval" / "selection.json").write_text(json.dumps(selection), encoding="utf-8")
+        # averaged, BETTER's seed 2 no better than the baseline: the sign is lost
+        producer = HYPOTHESES[BASELINE if (system, seed) == (BETTER, 2) else system]
+        averaged = {"updates": [200, 100], "valid_nll": {}, "lenpen": 1.5}
+        hypotheses = [producer(line, seed) for line in REFERENCES]
+        write_evaluation(run, f"evaluate-{compared}", hypotheses, averaged)
+    report = write_report(grid, ["grid"]).read_text(encoding="utf-8")
+    record = json.loads((grid.out / "report.json").read_text(encoding="utf-8"))
+    reported, averaged = record["evaluations"]
+    assert (reported["name"], reported["reported"], averaged["name"]) == (
+        "valid-bleu",
+        True,
+        compared,
+    )
+    assert reported["stability"]["BLEU"]["sign_agreement"] == 1.0
+    assert (
+        reported["stability"]["chrF"]["consistent_pairs"],
+        reported["stability"]["chrF"]["pairs"],
+    ) == (1, 1)
+    assert averaged["stability"]["BLEU"]["sign_agreement"] == 0.0
+    assert averaged["stability"]["BLEU"]["consistent_pairs"] == 0
+    assert "| `valid-bleu` (reported) | 1.00 | 1.00 | 1/1 | 1/1 |" in report
+    assert f"| `{compared}` | 0.00 | 0.00 | 0/1 | 0/1 |" in report
+    row = next(
+        line for line in report.splitlines() if line.startswith(f"| `{compared}` | {BETTER.name} |")
+    )
+    assert row.endswith("| 1: 100+200 averaged, 2: 100+200 averaged |")
+    runs = {(s["name"], r["seed"]): r for s in averaged["systems"] for r in s["runs"]}
+    assert runs[BETTER.name, 2]["averaged_updates"] == [200, 100]
+    assert (
+        runs[BETTER.name, 2]["lenpen"] == 1.5 and runs[BETTER.name, 2]["reported_valid_nll"] is None
+    )
+    run_row = next(
+        line
+        for line in report.splitlines()
+        if line.startswith(f"| {grid.run_dir(BASELINE, 1).name} |")
+    )
+    assert "| 100 | 3.250 |" in run_row

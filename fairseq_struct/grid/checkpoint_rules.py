@@ -1,0 +1,116 @@
+"""Which checkpoint of a training run a grid reports: the rules, on the run's saved files and
+the validations fairseq-train logged.
+
+- `valid-bleu`: the best beam-1 validation BLEU of training (fairseq's checkpoint_best.pt with
+  `--best-checkpoint-metric bleu`, as train-en-tr.sh trains).
+- `valid-nll`: the saved checkpoint with the lowest validation NLL (`nll_loss` of the log).
+- `last`: checkpoint_last.pt.
+- `average-last-N`: the weights of the newest N saved checkpoints averaged
+  (`inference.average_checkpoints`).
+- `valid-bleu-beam`: each saved checkpoint decodes the whole validation set with the test's
+  beam and length limit; the best sacreBLEU is kept.
+
+"Saved checkpoints" are the interval ones (`checkpoint_<epoch>_<updates>.pt`) and
+checkpoint_last.pt; a rule that looks at more than the newest needs training to keep them
+(`keep_interval_updates`). Ties go to the later checkpoint, as fairseq's own best does.
+"""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+# The rules without a count; average-last-N is the other.
+SIMPLE_RULES = ("valid-bleu", "valid-nll", "last", "valid-bleu-beam")
+INTERVAL_CHECKPOINT = re.compile(r"checkpoint_\d+_(\d+)\.pt$")
+
+
+class RuleError(ValueError):
+    """A rule that is not known or cannot be applied to a run; the message says which."""
+
+
+@dataclass(frozen=True)
+class CheckpointRule:
+    kind: str  # one of SIMPLE_RULES, or "average-last"
+    count: int = 1  # N of average-last-N
+
+    @property
+    def name(self) -> str:
+        return f"average-last-{self.count}" if self.kind == "average-last" else self.kind
+
+    @classmethod
+    def parse(cls, spec: str) -> "CheckpointRule":
+        """`valid-bleu`, `valid-nll`, `last`, `average-last-N` (N ≥ 2) or `valid-bleu-beam`."""
+        averaged = re.fullmatch(r"average-last-(\d+)", spec)
+        if averaged and int(averaged[1]) >= 2:
+            return cls("average-last", int(averaged[1]))
+        if spec in SIMPLE_RULES:
+            return cls(spec)
+        raise RuleError(
+            f"checkpoint rule {spec!r}: expected one of valid-bleu, valid-nll, last, "
+            "average-last-N (N ≥ 2, e.g. average-last-3) or valid-bleu-beam"
+        )
+
+    def keep_interval_updates(self) -> Optional[int]:
+        """How many interval checkpoints training must keep for the rule (fairseq's
+        --keep-interval-updates; -1: all); None where checkpoint_best/last suffice."""
+        if self.kind == "average-last":
+            return self.count
+        return -1 if self.kind in ("valid-nll", "valid-bleu-beam") else None
+
+
+def saved_checkpoints(checkpoints: Path, last_update: Optional[int]) -> Dict[int, Path]:
+    """The run's saved checkpoints by update: the interval ones, and checkpoint_last.pt at
+    `last_update` (the log's) where no interval checkpoint has that update."""
+    found = {
+        int(match[1]): path
+        for path in checkpoints.glob("checkpoint_*_*.pt")
+        if (match := INTERVAL_CHECKPOINT.search(path.name))
+    }
+    last = checkpoints / "checkpoint_last.pt"
+    if last.is_file() and last_update is not None and last_update not in found:
+        found[last_update] = last
+    return dict(sorted(found.items()))
+
+
+def best_of(values: Dict[int, float], maximize: bool) -> int:
+    """The update with the best value, the later one on a tie.
+
+    Raises:
+        RuleError: no values.
+    """
+    if not values:
+        raise RuleError("no checkpoint has a validation score to choose by")
+    sign = 1.0 if maximize else -1.0
+    return max(values, key=lambda update: (sign * values[update], update))
+
+
+def lowest_valid_nll(saved: Dict[int, Path], nll_curve: Sequence[Tuple[int, float]]) -> int:
+    """The saved checkpoint's update with the lowest validation NLL of the log.
+
+    Raises:
+        RuleError: no saved checkpoint was validated.
+    """
+    nll = dict(nll_curve)
+    validated = {update: nll[update] for update in saved if update in nll}
+    if not validated:
+        raise RuleError(
+            f"none of the saved checkpoints (updates {sorted(saved)}) has a validation NLL in "
+            "the training log"
+        )
+    return best_of(validated, maximize=False)
+
+
+def newest(saved: Dict[int, Path], count: int) -> List[int]:
+    """The `count` newest saved checkpoints' updates, newest first.
+
+    Raises:
+        RuleError: fewer saved checkpoints than `count`.
+    """
+    if len(saved) < count:
+        raise RuleError(
+            f"{count} checkpoints to average, but the run saved {len(saved)} (updates "
+            f"{sorted(saved)}): train with --save-interval-updates and --keep-interval-updates "
+            f"{count} or more"
+        )
+    return sorted(saved, reverse=True)[:count]
