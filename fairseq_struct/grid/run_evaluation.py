@@ -26,7 +26,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.grid.checkpoint_rules import (
