@@ -2,7 +2,8 @@
 unfinished steps run the second time, and the report has every system.
 
 Real preparation, fairseq-train and evaluate.sh runs, on 300 synthetic pairs with 8 updates:
-the check is the grid's bookkeeping, not the BLEU it reaches. About 35 s (its ~20 programs are
+the check is the grid's bookkeeping, not the BLEU it reaches. At the end, checkpoint rules
+compared on one system's finished run (issue 36): only their evaluations run, each decode once. About 35 s (its ~20 programs are
 forked from the preloaded interpreter: conftest.script_environment), and no shared fixture can
 stand in: the test is a grid started from nothing, killed in the middle and started again. Both
 systems use the bpe mode, so that they share one preparation (the morph mode's steps are the same commands with another
@@ -19,6 +20,8 @@ import time
 from conftest import REPO_ROOT, run_tool, script_environment
 
 from fairseq_struct.demo_data.synthetic_en_tr import write_corpus
+from fairseq_struct.grid.curves import validation_curve
+from fairseq_struct.grid.run_evaluation import best_lenpen
 from fairseq_struct.grid.steps import ATTEMPT_HEADER
 
 SYSTEMS = ("bpe:transformer_relpos", "bpe:tp_transformer")
@@ -38,11 +41,15 @@ def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path):
     raw = tmp_path / "raw"
     write_corpus(raw, n_train=300, n_valid=30, n_test=40, seed=3)
     out = tmp_path / "grid"
-    command = [
+    grid_options = [
         sys.executable, "-m", "fairseq_struct.grid.translation", "--tgt-lang", "tr",
         "--train", str(raw / "train"), "--valid", str(raw / "valid"), "--test", str(raw / "test"),
         "--out", str(out), "--max-update", "8", "--vocab-size", "300", "--systems", *SYSTEMS,
     ]  # fmt: skip
+    # Two checkpoints a run, 4 and 8 updates, validated and kept: the rules compared at the end.
+    train_options = ["--", "--save-interval-updates", "4", "--validate-interval-updates", "4"]
+    train_options += ["--keep-interval-updates", "-1"]
+    command = grid_options + train_options
     first_run = out / "runs" / "bpe-transformer_relpos-seed1"
     second_run = out / "runs" / "bpe-tp_transformer-seed1"
 
@@ -122,3 +129,37 @@ def test_bad_input_stops_the_grid_at_preparation_naming_file_and_line(tmp_path, 
     assert "data bpe, step 'prepare' failed" in error
     assert "train.en" in error and "train.tr" in error  # the mismatched pair, named
     assert not (out / "runs").exists()  # no training started
+
+    compare_rules(grid_options, train_options, out, second_run)
+
+
+def compare_rules(grid_options, train_options, out, run) -> None:
+    """Issue 36: rules compared on the finished grid run only their own evaluations; each
+    chooses on the validation set, and a decode two evaluations share is made once."""
+    rules = ["valid-nll+lenpen", "average-last-2", "valid-bleu-beam"]
+    # The second system alone (a grid of fewer systems runs their steps only): half the decodes.
+    systems = grid_options.index("--systems") + 1
+    command = grid_options[:systems] + [SYSTEMS[1]] + grid_options[systems + len(SYSTEMS) :]
+    command += ["--compare-rules", *rules, "--lenpen-grid", "1", "1.5"]
+    output = run_tool(command + train_options, cwd=REPO_ROOT, timeout=600).stdout
+    ran = [line.split(": ", 1)[1] for line in output.splitlines() if " finished in " in line]
+    assert [step.split(" finished")[0] for step in ran] == [f"evaluate-{rule}" for rule in rules]
+
+    log = run / "train.log"
+    nll = dict(validation_curve(log, "nll_loss"))
+    assert set(nll) >= {4, 8}
+    selection = json.loads((run / "eval-valid-nll+lenpen" / "selection.json").read_text())
+    assert selection["updates"] == [min((4, 8), key=lambda update: (nll[update], -update))]
+    lenpens = {float(value): bleu for value, bleu in selection["lenpen_scores"].items()}
+    assert set(lenpens) == {1.0, 1.5} and selection["lenpen"] == best_lenpen(lenpens)
+    averaged = json.loads((run / "eval-average-last-2" / "selection.json").read_text())
+    assert averaged["updates"] == [8, 4] and (run / "decodes" / "average-4+8.pt").is_file()
+    by_beam = json.loads((run / "eval-valid-bleu-beam" / "selection.json").read_text())
+    assert set(by_beam["candidates"]) == {"4", "8"}  # the validation set decoded by both
+    # every decode once: as many evaluate.sh runs in the run's logs as decodes kept
+    logs = "".join(path.read_text() for path in run.glob("evaluate*.log"))
+    assert logs.count("evaluate.sh: wrote") == len(list((run / "decodes").glob("*/decoded.json")))
+    assert len(list((run / "decodes").glob("valid-*-lenpen1"))) == 2  # shared by two rules
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Checkpoint rules compared" in report
+    assert all(f"| `{rule}` | bpe-tp_transformer |" in report for rule in rules)
