@@ -2,13 +2,12 @@
 the grid's settings and its steps (data, pretraining, fine-tuning, scores), shared by the
 command and its report (`grid.encoder_report`)."""
 
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from fairseq_struct.commands import environment_tool
-from fairseq_struct.grid.steps import GridError, Step, scripts_dir
+from fairseq_struct.grid.steps import GridError, Step, python_command, scripts_dir
 
 TASKS = ("ner", "pos", "sentiment", "qa")
 INITS = ("pretrained", "scratch")
@@ -181,7 +180,7 @@ def task_data_step(grid: EncoderGrid, units: str, task: str) -> Step:
     train, valid = grid.task_files(task, "train"), grid.task_files(task, "valid")
     settings = PRETRAINING[grid.profile]
     command = [
-        sys.executable, "-m", "fairseq_struct.downstream.prepare", task,
+        python_command(), "-m", "fairseq_struct.downstream.prepare", task,
         "--pretraining-data", str(grid.pretraining_data(units)), "--train", *train,
         "--out-dir", str(grid.task_data(units, task)),
         "--max-positions", str(settings["tokens_per_sample"]), "--workers", str(grid.workers),
@@ -237,7 +236,7 @@ def finetuning_steps(
         command.append("--cpu")
     command += ["--", "--log-format", "simple", "--log-interval", "50"]
     predict = [
-        sys.executable, "-m", "fairseq_struct.downstream.predict",
+        python_command(), "-m", "fairseq_struct.downstream.predict",
         str(run / "checkpoints" / "checkpoint_best.pt"),
         "--input", *grid.task_files(task, "test"), "--out-dir", str(run),
     ]  # fmt: skip

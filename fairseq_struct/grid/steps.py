@@ -31,6 +31,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -242,6 +243,14 @@ def _now() -> str:
 def _tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     text = path.read_text(encoding="utf-8", errors="replace").splitlines()
     return "\n".join(text[-lines:])
+
+
+def python_command() -> str:
+    """The Python of the grid's `python -m` steps: the one the project's scripts use, i.e.
+    FAIRSEQ_STRUCT_TOOLS's when that names another environment's bin/ (scripts/lib/tools.sh),
+    else this interpreter."""
+    tools = os.environ.get("FAIRSEQ_STRUCT_TOOLS")
+    return str(Path(tools) / "python") if tools else sys.executable
 
 
 def scripts_dir() -> Path:

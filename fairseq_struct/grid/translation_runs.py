@@ -2,13 +2,12 @@
 the grid's settings and its steps (prepare, train, evaluate), shared by the command and its
 report (`grid.translation_report`)."""
 
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from fairseq_struct.grid.checkpoint_rules import CheckpointRule, RuleError
-from fairseq_struct.grid.steps import Step, scripts_dir
+from fairseq_struct.grid.steps import Step, python_command, scripts_dir
 
 MODES = ("bpe", "morph")
 ARCHITECTURES = ("transformer_relpos", "tp_transformer")
@@ -194,7 +193,7 @@ def evaluate_step(grid: TranslationGrid, system: System, seed: int, evaluation: 
     run = grid.run_dir(system, seed)
     out = grid.eval_dir(system, seed, evaluation)
     command = [
-        sys.executable, "-m", "fairseq_struct.grid.run_evaluation", "--run", str(run),
+        python_command(), "-m", "fairseq_struct.grid.run_evaluation", "--run", str(run),
         "--data", str(grid.data_dir(system.mode)), "--tgt-lang", grid.tgt_lang,
         "--rule", evaluation.rule.name, "--beam", str(grid.beam), "--out", str(out),
     ]  # fmt: skip

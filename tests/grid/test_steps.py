@@ -14,6 +14,7 @@ from fairseq_struct.grid.steps import (
     GridError,
     Step,
     StepFailed,
+    python_command,
     run_step,
     run_steps,
 )
@@ -145,3 +146,12 @@ def test_the_environment_and_launcher_are_part_of_the_run(tmp_path):
     # A launcher prefixes the command (srun ... on a cluster); `env` stands in for one here.
     run_step(step, launcher=["env", "LAUNCHED=1"])
     assert "3 ['a']" in step.log.read_text()
+
+
+def test_python_steps_use_the_python_the_scripts_use(monkeypatch, tmp_path):
+    """A grid's `python -m` steps run where scripts/lib/tools.sh runs the scripts' python:
+    FAIRSEQ_STRUCT_TOOLS's bin/ when set, else the grid's own interpreter."""
+    monkeypatch.setenv("FAIRSEQ_STRUCT_TOOLS", str(tmp_path / "bin"))
+    assert python_command() == str(tmp_path / "bin" / "python")
+    monkeypatch.delenv("FAIRSEQ_STRUCT_TOOLS")
+    assert python_command() == sys.executable
