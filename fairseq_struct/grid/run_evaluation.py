@@ -16,7 +16,8 @@ the length penalty's. Arguments after `--` go to every fairseq-generate call (e.
 Every decode is kept in the run's `decodes/` (a directory per subset, checkpoint update(s),
 beam and length penalty; averaged weights in `decodes/average-<updates>.pt`) and reused by the
 run's other evaluations while the checkpoint files it came from are unchanged (path, size,
-modification time): rules that choose the same checkpoint translate the test set once.
+modification time), with the same data and fairseq-generate arguments: rules that choose the
+same checkpoint translate the test set once.
 """
 
 import argparse
@@ -67,6 +68,7 @@ class RunDecoder:
         out = self.cache / f"{subset}-{updates}-beam{self.beam}-lenpen{lenpen:g}"
         sources = {
             "files": [_identity(files[update]) for update in sorted(files)],
+            "data": str(self.data.resolve()),
             "generate_args": list(self.generate_args),
         }
         done = out / "decoded.json"

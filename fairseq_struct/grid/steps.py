@@ -12,7 +12,8 @@ A marker made by another command line (other budget, other data) is not silently
 step stops the grid and says which marker to delete, or to choose another output directory.
 Neither is the partial output of a killed attempt of another command line (fairseq-train would
 resume its checkpoint under the new budget): the log's last header names the command that left
-it, and the grid stops, naming the directory to delete.
+it, and the grid stops, naming the directory to delete. A step whose command starts afresh
+(`resumable=False`: an evaluation, whose kept decodes name what made them) just runs again.
 
 Each step's output (standard output and error) is appended to `<directory>/<name>.log`, a
 header line first, so the log of a killed attempt stays above the one that finished. A step
@@ -86,6 +87,9 @@ class Step:
     command: List[str]
     directory: Path  # its marker and log go here
     env: Dict[str, str] = field(default_factory=dict)  # added to the grid's environment
+    # Whether the command picks up a killed attempt's output (fairseq-train its checkpoint):
+    # such a step does not run over the output of another command's attempt.
+    resumable: bool = True
 
     @property
     def marker(self) -> Path:
@@ -200,7 +204,8 @@ def run_steps(
 
 def _execute(step: Step, launcher: Sequence[str]) -> dict:
     """Run the step's command, log appended, and write its marker once it exits 0."""
-    step.check_unfinished_attempt()
+    if step.resumable:
+        step.check_unfinished_attempt()
     step.directory.mkdir(parents=True, exist_ok=True)
     earlier = earlier_attempts_seconds(step.log)
     command = [*launcher, *step.command]

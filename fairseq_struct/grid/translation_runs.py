@@ -201,9 +201,9 @@ def evaluate_step(grid: TranslationGrid, system: System, seed: int, evaluation: 
         command += ["--tune-lenpen", *(f"{value:g}" for value in grid.lenpen_grid)]
     if grid.cpu:
         command += ["--", "--cpu"]
-    return Step(
-        _label(system, seed), evaluate_step_name(grid, evaluation), command, run, _threads(grid)
-    )
+    name = evaluate_step_name(grid, evaluation)
+    # Starts afresh each time: its decodes are reused only from the same checkpoint files.
+    return Step(_label(system, seed), name, command, run, _threads(grid), resumable=False)
 
 
 def evaluate_step_name(grid: TranslationGrid, evaluation: Evaluation) -> str:

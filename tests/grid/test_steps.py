@@ -5,6 +5,7 @@ import json
 import os
 import re
 import sys
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -136,6 +137,18 @@ def test_a_killed_attempt_of_another_command_is_not_resumed(tmp_path):
     assert runs(tmp_path) == ["train"]
     # The killed command itself resumes.
     run_step(killable_step(tmp_path))
+    assert runs(tmp_path) == ["train", "train"]
+
+
+def test_a_step_that_starts_afresh_runs_over_another_commands_attempt(tmp_path):
+    """An evaluation (resumable=False) of a grid whose evaluate command changed, its marker
+    deleted as the error says: it runs again, not stopped for the old attempt's output."""
+    (tmp_path / "kill").touch()
+    with pytest.raises(StepFailed):
+        run_step(killable_step(tmp_path))
+    (tmp_path / "kill").unlink()
+    other = replace(killable_step(tmp_path, extra="; print('--rule last')"), resumable=False)
+    assert not run_step(other)["skipped"]
     assert runs(tmp_path) == ["train", "train"]
 
 
