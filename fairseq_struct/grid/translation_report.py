@@ -11,10 +11,13 @@
 - The test set: pieces per word in each mode, morphemes per word, and C_D of the raw reference.
 - Validation curves (BLEU against updates, one colour per system, a line per seed), wall time
   and updates of every run, the exact commands (each step's marker) and the versions.
-- For every run, the reported checkpoint (checkpoint_best.pt: its update, read from the
-  validation curve as fairseq chose it) and its validation NLL, and the test outputs' length
-  ratio and brevity penalty; a ratio outside 0.9-1.1 is flagged in the run's row and marks
-  its system in the table (‡): the difference may lie in decoding, not in the model.
+- For every run, the reported checkpoint (chosen by the grid's --checkpoint-rule on the
+  validation set, as the evaluation's selection.json records: its update or the updates
+  averaged, its validation NLL, the tuned length penalty) and the test outputs' length ratio and
+  brevity penalty; a ratio outside 0.9-1.1 is flagged in the run's row and marks its system in
+  the table (‡): the difference may lie in decoding, not in the model.
+- With --compare-rules, every run under each evaluation and how stable each keeps the systems'
+  differences across seeds (`grid.rule_stability`).
 A run that has not finished is listed as missing, and the means are over the finished seeds.
 """
 

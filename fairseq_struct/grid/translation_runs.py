@@ -118,7 +118,7 @@ class TranslationGrid:
     def kept_checkpoints(self) -> Optional[int]:
         """--keep-interval-updates for training when the evaluations' rules need more interval
         checkpoints than the profile keeps (-1: all), unless the fairseq-train options set it."""
-        if "--keep-interval-updates" in self.train_args:
+        if any(arg.partition("=")[0] == "--keep-interval-updates" for arg in self.train_args):
             return None
         needs = [e.rule.keep_interval_updates() for e in self.evaluations]
         needs = [need for need in needs if need is not None]

@@ -162,6 +162,7 @@ def test_training_keeps_the_checkpoints_the_rules_need(tmp_path):
     assert keep(checkpoint_rule="valid-nll", compare=("average-last-3",)) == "-1"
     assert keep(profile="paper", compare=("average-last-2",)) is None  # it keeps 2
     assert keep(compare=("valid-bleu-beam",), train_args=("--keep-interval-updates", "5")) == "5"
+    assert keep(compare=("valid-nll",), train_args=("--keep-interval-updates=5",)) is None
 
 
 def test_each_evaluation_has_its_step_and_directory(tmp_path):
