@@ -147,7 +147,7 @@ def compare(lines: List[str], reference_every: int, log_every: float, morphology
                 differing.append(index + 1)
         done = len(segmented)
         while checkpoint <= done:
-            by_lines[checkpoint] = round(sum(tokens_of[:checkpoint]) / project.cpu, 1)
+            by_lines[checkpoint] = sum(tokens_of[:checkpoint]) / project.cpu
             checkpoint *= 2
         if time.monotonic() - last_log >= log_every:
             last_log = time.monotonic()
@@ -161,7 +161,7 @@ def compare(lines: List[str], reference_every: int, log_every: float, morphology
                 left,
             )
     tokens = sum(tokens_of)
-    by_lines[len(lines)] = round(tokens / project.cpu, 1)
+    by_lines[len(lines)] = tokens / project.cpu  # rounded when written: the last is the ratio's
     warm = Clock()
     again = warm.run(
         lambda: [
@@ -182,7 +182,7 @@ def compare(lines: List[str], reference_every: int, log_every: float, morphology
         "ratio": round(cold_rate / reference_rate, 2),
         "ratio_wall": round((tokens / project.wall) / (reference_tokens / reference.wall), 2),
         "ratio_warm": round((tokens / warm.cpu) / reference_rate, 2),
-        "project_cold_tokens_per_s_cpu_after_lines": by_lines,
+        "project_cold_tokens_per_s_cpu_after_lines": {n: round(r, 1) for n, r in by_lines.items()},
         # grows with the file: every word type is analysed once, the reference analyses every token
         "ratio_after_lines": {n: round(rate / reference_rate, 2) for n, rate in by_lines.items()},
         "disambiguated_lines": segmenter.stats.disambiguated_lines,

@@ -45,6 +45,7 @@ COMMANDS: Dict[str, str] = {
     "fairseq-struct-export-hf": "fairseq_struct.export.hf",
     "fairseq-struct-grid-translation": "fairseq_struct.grid.translation",
     "fairseq-struct-grid-encoders": "fairseq_struct.grid.encoders",
+    "fairseq-struct-grid-evaluate-run": "fairseq_struct.grid.run_evaluation",
 }
 
 

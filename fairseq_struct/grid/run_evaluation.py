@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Dict, Optional, Sequence
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.grid.checkpoint_rules import (
     CheckpointRule,
@@ -198,7 +199,7 @@ def evaluate_run(
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_struct.grid.run_evaluation",
+        prog=program_name("fairseq_struct.grid.run_evaluation"),
         description="Choose a training run's checkpoint by a rule (and the length penalty on "
         "the validation set, if asked), translate the test set with it and score it.",
     )
