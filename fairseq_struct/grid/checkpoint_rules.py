@@ -85,20 +85,21 @@ def best_of(values: Dict[int, float], maximize: bool) -> int:
     return max(values, key=lambda update: (sign * values[update], update))
 
 
-def lowest_valid_nll(saved: Dict[int, Path], nll_curve: Sequence[Tuple[int, float]]) -> int:
-    """The saved checkpoint's update with the lowest validation NLL of the log.
+def validated_nll(
+    saved: Dict[int, Path], nll_curve: Sequence[Tuple[int, float]]
+) -> Dict[int, float]:
+    """The validation NLL of the log of each saved checkpoint that was validated, by update.
 
     Raises:
         RuleError: no saved checkpoint was validated.
     """
-    nll = dict(nll_curve)
-    validated = {update: nll[update] for update in saved if update in nll}
+    validated = {update: value for update, value in nll_curve if update in saved}
     if not validated:
         raise RuleError(
             f"none of the saved checkpoints (updates {sorted(saved)}) has a validation NLL in "
             "the training log"
         )
-    return best_of(validated, maximize=False)
+    return validated
 
 
 def newest(saved: Dict[int, Path], count: int) -> List[int]:

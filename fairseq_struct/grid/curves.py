@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from fairseq_struct.grid.checkpoint_rules import best_of
+
 _SIMPLE = re.compile(r"\|\s*valid\s*\|.*\bvalid on '(?P<subset>[^']+)' subset\s*\|(?P<fields>.*)$")
 
 
@@ -76,9 +78,6 @@ def last_update(log: Path) -> Optional[int]:
 
 def best_update(curve: List[Tuple[int, float]]) -> Optional[int]:
     """The update of fairseq's checkpoint_best.pt for a metric it maximises: the last validation
-    that scored at least as high as every one before it (fairseq's `is_better` is >=)."""
-    best: Optional[Tuple[int, float]] = None
-    for update, value in curve:
-        if best is None or value >= best[1]:
-            best = (update, value)
-    return None if best is None else best[0]
+    that scored at least as high as every one before it (fairseq's `is_better` is >=), i.e. the
+    best value, the later update on a tie."""
+    return best_of(dict(curve), maximize=True) if curve else None

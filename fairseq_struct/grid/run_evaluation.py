@@ -35,9 +35,9 @@ from fairseq_struct.grid.checkpoint_rules import (
     CheckpointRule,
     RuleError,
     best_of,
-    lowest_valid_nll,
     newest,
     saved_checkpoints,
+    validated_nll,
 )
 from fairseq_struct.grid.curves import best_update, last_update, validation_curve
 from fairseq_struct.grid.steps import scripts_dir
@@ -78,6 +78,7 @@ class RunDecoder:
         checkpoint = next(iter(files.values()))
         if len(files) > 1:
             checkpoint = self.cache / f"average-{updates}.pt"
+            # Imported here: it loads torch and fairseq, which no other rule needs in-process.
             from fairseq_struct.inference.average_checkpoints import write_average
 
             write_average([files[update] for update in sorted(files, reverse=True)], checkpoint)
@@ -146,9 +147,9 @@ def choose_checkpoint(rule: CheckpointRule, run: Path, decoder: RunDecoder) -> S
             raise RuleError(f"{log}: no update logged")
         files = {final: saved.get(final, checkpoints / "checkpoint_last.pt")}
     elif rule.kind == "valid-nll":
-        update = lowest_valid_nll(saved, nll)
+        candidates = validated_nll(saved, nll)
+        update = best_of(candidates, maximize=False)
         files = {update: saved[update]}
-        candidates = {update: value for update, value in nll if update in saved}
     elif rule.kind == "average-last":
         files = {update: saved[update] for update in newest(saved, rule.count)}
     else:  # valid-bleu-beam
