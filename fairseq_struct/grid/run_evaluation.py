@@ -32,6 +32,7 @@ from typing import Dict, Optional, Sequence
 from fairseq_struct.commands import program_name
 from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.grid.checkpoint_rules import (
+    DEFAULT_RULE,
     CheckpointRule,
     RuleError,
     best_of,
@@ -208,8 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", required=True, type=Path, help="its binarized data")
     parser.add_argument("--tgt-lang", required=True)
     parser.add_argument(
-        "--rule", type=CheckpointRule.parse, default=CheckpointRule("valid-bleu"),
-        help="valid-bleu, valid-nll, last, average-last-N or valid-bleu-beam (default: valid-bleu)",
+        "--rule", type=CheckpointRule.parse, default=CheckpointRule.parse(DEFAULT_RULE),
+        help=f"valid-nll, valid-bleu, last, average-last-N or valid-bleu-beam (default: {DEFAULT_RULE})",
     )  # fmt: skip
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument(

@@ -27,12 +27,11 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from fairseq_struct.grid.checkpoint_rules import CheckpointRule
+from fairseq_struct.grid.checkpoint_rules import DEFAULT_RULE, CheckpointRule
 from fairseq_struct.grid.command_line import add_assignment_option, positive_float, run_grid
 from fairseq_struct.grid.steps import GridError
 from fairseq_struct.grid.translation_runs import (
     ARCHITECTURES,
-    DEFAULT_CHECKPOINT_RULE,
     DEFAULT_MAX_UPDATE,
     DEFAULT_SYSTEMS,
     LENPEN_GRID,
@@ -114,11 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--checkpoint-rule",
         type=_checked(CheckpointRule.parse),
-        default=DEFAULT_CHECKPOINT_RULE,
+        default=DEFAULT_RULE,
         metavar="RULE",
-        help="the checkpoint each run reports: valid-bleu (best beam-1 validation BLEU), "
-        "valid-nll, last, average-last-N or valid-bleu-beam (the validation set decoded with "
-        f"--beam); docs/reproducing.md says which is most stable (default: {DEFAULT_CHECKPOINT_RULE})",
+        help="the checkpoint each run reports: valid-nll (lowest validation NLL), valid-bleu "
+        "(best beam-1 validation BLEU, fairseq's checkpoint_best.pt), last, average-last-N or "
+        "valid-bleu-beam (the validation set decoded with --beam); docs/reproducing.md has the "
+        f"measurements behind the default ({DEFAULT_RULE})",
     )
     parser.add_argument(
         "--tune-lenpen",

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from fairseq_struct.grid.checkpoint_rules import CheckpointRule, RuleError
+from fairseq_struct.grid.checkpoint_rules import DEFAULT_RULE, CheckpointRule, RuleError
 from fairseq_struct.grid.steps import Step, python_command, scripts_dir
 
 MODES = ("bpe", "morph")
@@ -27,7 +27,6 @@ DEFAULT_MAX_UPDATE = {"cpu": 2000, "paper": 100000}
 PROFILE_ARCH_LR = {"cpu": {"tp_transformer": 0.006}, "paper": {}}
 # The interval checkpoints each profile of train-en-tr.sh keeps (--keep-interval-updates).
 PROFILE_KEPT_CHECKPOINTS = {"cpu": 1, "paper": 2}
-DEFAULT_CHECKPOINT_RULE = "valid-bleu"
 # Length penalties --tune-lenpen tries on the validation set (fairseq's default is 1.0).
 LENPEN_GRID = (0.6, 0.8, 1.0, 1.2, 1.5, 2.0)
 
@@ -95,7 +94,7 @@ class TranslationGrid:
     arch_lr: Tuple[Tuple[str, float], ...] = ()  # (arch, peak rate): overrides lr for that arch
     train_args: Tuple[str, ...] = ()  # more fairseq-train options, the same for every system
     segmentation_cache: Optional[str] = None
-    checkpoint_rule: str = DEFAULT_CHECKPOINT_RULE  # the reported checkpoint (checkpoint_rules)
+    checkpoint_rule: str = DEFAULT_RULE  # the reported checkpoint (checkpoint_rules)
     tune_lenpen: bool = False  # the reported runs' length penalty tuned on the validation set
     lenpen_grid: Tuple[float, ...] = LENPEN_GRID
     compare: Tuple[str, ...] = ()  # more evaluations (Evaluation specs) reported side by side

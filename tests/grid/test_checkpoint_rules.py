@@ -156,13 +156,16 @@ def test_training_keeps_the_checkpoints_the_rules_need(tmp_path):
         found = [i for i, part in enumerate(command) if part == "--keep-interval-updates"]
         return command[found[0] + 1] if found else None
 
-    assert keep() is None  # valid-bleu: checkpoint_best.pt
+    assert keep() == "-1"  # the default, valid-nll: every validated checkpoint a candidate
+    assert keep(checkpoint_rule="valid-bleu") is None  # checkpoint_best.pt
     assert keep(checkpoint_rule="last", compare=("valid-bleu+lenpen",)) is None
-    assert keep(compare=("average-last-3", "last")) == "3"
-    assert keep(checkpoint_rule="valid-nll", compare=("average-last-3",)) == "-1"
-    assert keep(profile="paper", compare=("average-last-2",)) is None  # it keeps 2
-    assert keep(compare=("valid-bleu-beam",), train_args=("--keep-interval-updates", "5")) == "5"
-    assert keep(compare=("valid-nll",), train_args=("--keep-interval-updates=5",)) is None
+    assert keep(checkpoint_rule="last", compare=("average-last-3", "last")) == "3"
+    assert keep(compare=("average-last-3",)) == "-1"
+    assert (
+        keep(checkpoint_rule="last", profile="paper", compare=("average-last-2",)) is None
+    )  # it keeps 2
+    assert keep(train_args=("--keep-interval-updates", "5")) == "5"  # the options' own
+    assert keep(train_args=("--keep-interval-updates=5",)) is None
 
 
 def test_each_evaluation_has_its_step_and_directory(tmp_path):
