@@ -156,7 +156,7 @@ def test_training_keeps_the_checkpoints_the_rules_need(tmp_path):
         found = [i for i, part in enumerate(command) if part == "--keep-interval-updates"]
         return command[found[0] + 1] if found else None
 
-    assert keep() == "-1"  # the default, valid-nll: every validated checkpoint a candidate
+    assert keep() == "-1"  # the default, valid-bleu-beam: every saved checkpoint a candidate
     assert keep(checkpoint_rule="valid-bleu") is None  # checkpoint_best.pt
     assert keep(checkpoint_rule="last", compare=("valid-bleu+lenpen",)) is None
     assert keep(checkpoint_rule="last", compare=("average-last-3", "last")) == "3"

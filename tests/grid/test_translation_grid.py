@@ -137,7 +137,7 @@ def test_bad_input_stops_the_grid_at_preparation_naming_file_and_line(tmp_path, 
 def compare_rules(grid_options, train_options, out, run) -> None:
     """Issue 36: rules compared on the finished grid run only their own evaluations; each
     chooses on the validation set, and a decode two evaluations share is made once."""
-    rules = ["valid-nll+lenpen", "average-last-2", "valid-bleu-beam"]
+    rules = ["valid-nll+lenpen", "average-last-2", "valid-bleu"]
     # The second system alone (a grid of fewer systems runs their steps only): half the decodes.
     systems = grid_options.index("--systems") + 1
     command = grid_options[:systems] + [SYSTEMS[1]] + grid_options[systems + len(SYSTEMS) :]
@@ -155,8 +155,9 @@ def compare_rules(grid_options, train_options, out, run) -> None:
     assert set(lenpens) == {1.0, 1.5} and selection["lenpen"] == best_lenpen(lenpens)
     averaged = json.loads((run / "eval-average-last-2" / "selection.json").read_text())
     assert averaged["updates"] == [8, 6] and (run / "decodes" / "average-6+8.pt").is_file()
-    by_beam = json.loads((run / "eval-valid-bleu-beam" / "selection.json").read_text())
-    assert set(by_beam["candidates"]) == {"6", "8"}  # the validation set decoded by both
+    # the reported rule (the default, valid-bleu-beam): the validation set decoded by both
+    by_beam = json.loads((run / "eval" / "selection.json").read_text())
+    assert by_beam["rule"] == "valid-bleu-beam" and set(by_beam["candidates"]) == {"6", "8"}
     # every decode once: as many evaluate.sh runs in the run's logs as decodes kept
     logs = "".join(path.read_text() for path in run.glob("evaluate*.log"))
     assert logs.count("evaluate.sh: wrote") == len(list((run / "decodes").glob("*/decoded.json")))

@@ -251,8 +251,8 @@ def test_compared_rules_show_how_stable_each_keeps_the_comparison(tmp_path):
     runs' reported checkpoints read from selection.json (averaged updates, tuned lenpen)."""
     compared = "average-last-2+lenpen"
     grid, _ = build_grid(tmp_path / "grid", systems=(BASELINE, BETTER), compare=(compared,))
-    # The reported rule (the default, valid-nll) recorded 100: the report reads the record, not
-    # the curve (whose lowest NLL, 3.5, and best BLEU are at 200).
+    # The reported rule (the default, valid-bleu-beam) recorded 100: the report reads the
+    # record, not the curve (whose lowest NLL, 3.5, and best beam-1 BLEU are at 200).
     selection = {"updates": [100], "valid_nll": {"100": 3.25}, "lenpen": None}
     for system, seed in [(BASELINE, 1), (BASELINE, 2), (BETTER, 1), (BETTER, 2)]:
         run = grid.run_dir(system, seed)
@@ -266,7 +266,7 @@ def test_compared_rules_show_how_stable_each_keeps_the_comparison(tmp_path):
     record = json.loads((grid.out / "report.json").read_text(encoding="utf-8"))
     reported, averaged = record["evaluations"]
     assert (reported["name"], reported["reported"], averaged["name"]) == (
-        "valid-nll",
+        "valid-bleu-beam",
         True,
         compared,
     )
@@ -277,7 +277,7 @@ def test_compared_rules_show_how_stable_each_keeps_the_comparison(tmp_path):
     ) == (1, 1)
     assert averaged["stability"]["BLEU"]["sign_agreement"] == 0.0
     assert averaged["stability"]["BLEU"]["consistent_pairs"] == 0
-    assert "| `valid-nll` (reported) | 1.00 | 1.00 | 1/1 | 1/1 |" in report
+    assert "| `valid-bleu-beam` (reported) | 1.00 | 1.00 | 1/1 | 1/1 |" in report
     assert f"| `{compared}` | 0.00 | 0.00 | 0/1 | 0/1 |" in report
     row = next(
         line for line in report.splitlines() if line.startswith(f"| `{compared}` | {BETTER.name} |")
