@@ -161,9 +161,8 @@ def test_training_keeps_the_checkpoints_the_rules_need(tmp_path):
     assert keep(checkpoint_rule="last", compare=("valid-bleu+lenpen",)) is None
     assert keep(checkpoint_rule="last", compare=("average-last-3", "last")) == "3"
     assert keep(compare=("average-last-3",)) == "-1"
-    assert (
-        keep(checkpoint_rule="last", profile="paper", compare=("average-last-2",)) is None
-    )  # it keeps 2
+    # the paper profile keeps 2 interval checkpoints itself
+    assert keep(checkpoint_rule="last", profile="paper", compare=("average-last-2",)) is None
     assert keep(train_args=("--keep-interval-updates", "5")) == "5"  # the options' own
     assert keep(train_args=("--keep-interval-updates=5",)) is None
 

@@ -3,11 +3,12 @@ unfinished steps run the second time, and the report has every system.
 
 Real preparation, fairseq-train and evaluate.sh runs, on 300 synthetic pairs with 8 updates:
 the check is the grid's bookkeeping, not the BLEU it reaches. At the end, checkpoint rules
-compared on one system's finished run (issue 36): only their evaluations run, each decode once. About 35 s (its ~20 programs are
-forked from the preloaded interpreter: conftest.script_environment), and no shared fixture can
-stand in: the test is a grid started from nothing, killed in the middle and started again. Both
-systems use the bpe mode, so that they share one preparation (the morph mode's steps are the same commands with another
---mode; its report parts are checked in test_translation_report.py).
+compared on one system's finished run (issue 36): only their evaluations run, each decode
+once. About 95 s alone on a 2-core machine (its programs are forked from the preloaded
+interpreter: conftest.script_environment), and no shared fixture can stand in: the test is a
+grid started from nothing, killed in the middle and started again. Both systems use the bpe
+mode, so that they share one preparation (the morph mode's steps are the same commands with
+another --mode; its report parts are checked in test_translation_report.py).
 """
 
 import json
