@@ -23,7 +23,13 @@ def run_grid(
     """The steps of `make_grid(args)` unless --report-only, then its report; the exit status."""
     try:
         grid = make_grid(args)
-        if not args.report_only:
+        if args.report_only:
+            # The report describes the runs of this command line: a step finished with another
+            # (an evaluation under another --checkpoint-rule, training with another budget)
+            # stops it, naming the marker, rather than being reported under this one's labels.
+            for step in steps_of(grid):
+                step.finished()
+        else:
             run_steps(steps_of(grid), launcher=shlex.split(args.launcher))
         command = ["python", "-m", module, *(sys.argv[1:] if argv is None else argv)]
         report = write_report(grid, command_line=[shlex.quote(part) for part in command])

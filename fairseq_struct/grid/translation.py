@@ -149,7 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
         help='a prefix for every command, e.g. "srun --gres=gpu:1 --time=24:00:00"',
     )
     parser.add_argument(
-        "--report-only", action="store_true", help="write the report of the finished runs"
+        "--report-only",
+        action="store_true",
+        help="write the report of the runs finished with this command (a step finished with "
+        "another one, e.g. an evaluation under another --checkpoint-rule, is an error)",
     )
     parser.add_argument(
         "train_args",

@@ -24,6 +24,7 @@ from fairseq_struct.demo_data.synthetic_en_tr import write_corpus
 from fairseq_struct.grid.curves import validation_curve
 from fairseq_struct.grid.run_evaluation import best_lenpen
 from fairseq_struct.grid.steps import ATTEMPT_HEADER
+from fairseq_struct.grid.translation import main as translation_grid_main
 
 SYSTEMS = ("bpe:transformer_relpos", "bpe:tp_transformer")
 
@@ -38,7 +39,7 @@ def wait_for(condition, process, timeout=300.0) -> None:
         time.sleep(0.2)
 
 
-def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path):
+def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path, capsys):
     raw = tmp_path / "raw"
     write_corpus(raw, n_train=300, n_valid=30, n_test=40, seed=3)
     out = tmp_path / "grid"
@@ -111,7 +112,7 @@ def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path):
     assert f"| tp_transformer{mark} | bpe |" in report and "| 1/1 |" in report
     assert not (out / "data" / "morph").exists()
 
-    compare_rules(grid_options, train_options, out, second_run)
+    compare_rules(grid_options, train_options, out, second_run, capsys)
 
 
 def test_bad_input_stops_the_grid_at_preparation_naming_file_and_line(tmp_path, capsys):
@@ -135,7 +136,7 @@ def test_bad_input_stops_the_grid_at_preparation_naming_file_and_line(tmp_path, 
     assert not (out / "runs").exists()  # no training started
 
 
-def compare_rules(grid_options, train_options, out, run) -> None:
+def compare_rules(grid_options, train_options, out, run, capsys) -> None:
     """Issue 36: rules compared on the finished grid run only their own evaluations; each
     chooses on the validation set, and a decode two evaluations share is made once."""
     rules = ["valid-nll+lenpen", "average-last-2", "valid-bleu"]
@@ -166,3 +167,12 @@ def compare_rules(grid_options, train_options, out, run) -> None:
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "## Checkpoint rules compared" in report
     assert all(f"| `{rule}` | bpe-tp_transformer |" in report for rule in rules)
+
+    # A report of another rule than the one the runs were evaluated under is refused, not written
+    # with the other rule's scores under this one's name.
+    report_only = command[3:] + ["--checkpoint-rule", "valid-nll", "--report-only"]
+    assert translation_grid_main(report_only + train_options) == 1
+    error = capsys.readouterr().err
+    assert "evaluate' finished earlier with another command" in error
+    assert f"{run / '.evaluate.done.json'}" in error and "--rule valid-nll" in error
+    assert (out / "report.md").read_text(encoding="utf-8") == report
