@@ -170,7 +170,8 @@ def compare_rules(grid_options, train_options, out, run, capsys) -> None:
 
     # A report of another rule than the one the runs were evaluated under is refused, not written
     # with the other rule's scores under this one's name.
-    report_only = command[3:] + ["--checkpoint-rule", "valid-nll", "--report-only"]
+    grid_arguments = command[command.index("fairseq_struct.grid.translation") + 1 :]
+    report_only = grid_arguments + ["--checkpoint-rule", "valid-nll", "--report-only"]
     assert translation_grid_main(report_only + train_options) == 1
     error = capsys.readouterr().err
     assert "evaluate' finished earlier with another command" in error
