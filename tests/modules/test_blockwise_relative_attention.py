@@ -97,7 +97,11 @@ def test_outputs_and_gradients_are_the_written_out_attentions(mask, rows, query_
         lambda q, k, v: dense_attention(q, k, v, relative, bucket_index, biases), q, k, v, relative
     )
     for name, got, expected in zip(NAMES, blockwise, dense):
-        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5, msg=name)
+        # da^V sums every query's probabilities into each bucket: fp32 sums of values up to ~20
+        # in another order differ by up to 2e-5 (seen on a CI-like machine), so the absolute
+        # bound follows the tensor's scale; a wrong term would be off by order 1.
+        scale = max(1.0, float(expected.abs().max()))
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5 * scale, msg=name)
 
 
 def test_bf16_is_as_close_to_float64_as_the_written_out_attention():
