@@ -3,8 +3,11 @@ come from `make bench`, never from tests), and the line is consistent: each rati
 quotient of the two figures it is computed from (within their rounding), counts and formulas
 agree with the settings, and `meets_target` follows from the ratio and the target."""
 
+import json
+import subprocess
+
 import pytest
-from conftest import python_stand_in, run_benchmark
+from conftest import REPO_ROOT, python_stand_in, run_benchmark
 
 TINY = ["--layers", "1", "--embed-dim", "64", "--repeats", "1", "--warmup-steps", "1"]
 
@@ -322,3 +325,43 @@ def test_translate_speed_benchmark_line_is_consistent(demo_translation_run):
         (4, 2, 2),
     )
     assert figures["target"] == 0.95 and figures["meets_target"] == (figures["ratio"] >= 0.95)
+
+
+def test_suite_cpu_benchmark_compares_two_runs_and_takes_an_inventory(tmp_path):
+    """bench_suite_cpu.py with HEAD as both commits, on a three-test file outside the clones (the
+    suite's own conftest would make it minutes): each run's pytest summary, the ratio of the two
+    CPU figures, the inventory's phases of each test; the failing test fails the benchmark, which
+    names the run and still prints its line."""
+    tests = tmp_path / "test_three.py"
+    tests.write_text(
+        "import pytest\n\ndef test_sums():\n    assert sum(range(10**5)) > 0\n\n"
+        "@pytest.mark.skip(reason='shown')\ndef test_skipped():\n    pass\n\n"
+        "def test_fails():\n    assert False\n",
+        encoding="utf-8",
+    )
+    inventory = tmp_path / "inventory.jsonl"
+    python, env = python_stand_in()
+    result = subprocess.run(
+        [python, "benchmarks/bench_suite_cpu.py", "--baseline", "HEAD", "--tests", str(tests),
+         "--workers", "0", "--inventory", str(inventory), "--logs", str(tmp_path / "logs")],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "error: the baseline run's tests failed" in result.stderr
+    assert "error: the commit run's tests failed" in result.stderr
+    (figures,) = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert figures["benchmark"] == "suite_cpu" and figures["baseline"] == figures["commit"]
+    counts = {"passed": 1, "skipped": 1, "failed": 1}
+    assert figures["baseline_tests"] == figures["tests"] == counts
+    assert figures["baseline_cpu_s"] > 0 and figures["cpu_s"] > 0
+    assert figures["ratio"] == pytest.approx(figures["cpu_s"] / figures["baseline_cpu_s"], abs=5e-4)
+    assert figures["meets_target"] == (figures["ratio"] <= figures["target_ratio"] == 0.65)
+    assert "1 failed, 1 passed, 1 skipped" in (tmp_path / "logs" / "commit.log").read_text("utf-8")
+    records = [json.loads(line) for line in inventory.read_text("utf-8").splitlines()]
+    assert [(record["test"].split("::")[1], record["phase"]) for record in records] == [
+        (test, phase)
+        for test in ("test_sums", "test_skipped", "test_fails")
+        for phase in ("setup", "call", "teardown")
+        if (test, phase) != ("test_skipped", "call")  # a skip mark stops it at setup
+    ]
+    assert all(record["cpu_s"] >= 0 and record["worker"] == "main" for record in records)
