@@ -83,7 +83,9 @@ def run_suite(
 ) -> Dict[str, object]:
     """The clone's suite as `make test` runs it, on this interpreter; its CPU, wall time,
     pytest summary and output."""
-    env = dict(os.environ)
+    # Not a pytest-xdist worker's variables, where this runs under pytest (its smoke test): the
+    # suite would take itself for a worker.
+    env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     python_path = [str(checkout)]
     pytest_args = ["-q", "-p", "no:cacheprovider"]
