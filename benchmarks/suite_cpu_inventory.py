@@ -2,46 +2,32 @@
 teardown, appended as JSON lines to $SUITE_CPU_INVENTORY.
 
 A phase's CPU is the change, across it, of its worker's process tree: the worker and its live
-descendants, each with the CPU of the children it has reaped (utime, stime, cutime and cstime of
-/proc/PID/stat). The commands a test starts, and the preloaded servers' forks, count when their
-parent reaps them; a process that outlives the phase counts in the phase that it ends in.
+descendants, each with the CPU of the children it has reaped (psutil's user, system,
+children_user and children_system times). The commands a test starts, and the preloaded
+servers' forks, count when their parent reaps them; a process that outlives the phase counts in
+the phase that it ends in.
 """
 
 import json
 import os
 import time
-from pathlib import Path
-from typing import Dict, Iterator, List, Tuple
+from typing import Iterator
 
+import psutil
 import pytest
-
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _process(pid: str) -> Tuple[int, int]:
-    """(parent pid, CPU ticks of the process and of the children it reaped)."""
-    text = Path(f"/proc/{pid}/stat").read_text()
-    fields = text[text.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
-    return int(fields[1]), sum(int(ticks) for ticks in fields[11:15])
 
 
 def tree_cpu_seconds(root: int) -> float:
-    children: Dict[int, List[int]] = {}
-    ticks: Dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                parent, cpu = _process(entry)
-            except (OSError, ValueError, IndexError):  # ended while read
-                continue
-            children.setdefault(parent, []).append(int(entry))
-            ticks[int(entry)] = cpu
-    total, pending = 0, [root]
-    while pending:
-        pid = pending.pop()
-        total += ticks.get(pid, 0)
-        pending.extend(children.get(pid, []))
-    return total / CLOCK_TICKS
+    """CPU seconds of `root` and of its live descendants, each with its reaped children's."""
+    process = psutil.Process(root)
+    total = 0.0
+    for member in [process, *process.children(recursive=True)]:
+        try:
+            times = member.cpu_times()
+        except psutil.NoSuchProcess:  # ended while read
+            continue
+        total += times.user + times.system + times.children_user + times.children_system
+    return total
 
 
 def _measured(phase: str):

@@ -330,11 +330,13 @@ def test_translate_speed_benchmark_line_is_consistent(demo_translation_run):
 def test_suite_cpu_benchmark_compares_two_runs_and_takes_an_inventory(tmp_path):
     """bench_suite_cpu.py with HEAD as both commits, on a three-test file outside the clones (the
     suite's own conftest would make it minutes): each run's pytest summary, the ratio of the two
-    CPU figures, the inventory's phases of each test; the failing test fails the benchmark, which
-    names the run and still prints its line."""
+    CPU figures, the inventory's phases of each test, a child process's CPU in its test's; the
+    failing test fails the benchmark, which names the run and still prints its line."""
     tests = tmp_path / "test_three.py"
     tests.write_text(
-        "import pytest\n\ndef test_sums():\n    assert sum(range(10**5)) > 0\n\n"
+        "import subprocess, sys\nimport pytest\n\ndef test_child():\n"
+        "    burn = 'import time\\nwhile time.process_time() < 0.5: pass'\n"
+        "    subprocess.run([sys.executable, '-c', burn], check=True)\n\n"
         "@pytest.mark.skip(reason='shown')\ndef test_skipped():\n    pass\n\n"
         "def test_fails():\n    assert False\n",
         encoding="utf-8",
@@ -360,8 +362,9 @@ def test_suite_cpu_benchmark_compares_two_runs_and_takes_an_inventory(tmp_path):
     records = [json.loads(line) for line in inventory.read_text("utf-8").splitlines()]
     assert [(record["test"].split("::")[1], record["phase"]) for record in records] == [
         (test, phase)
-        for test in ("test_sums", "test_skipped", "test_fails")
+        for test in ("test_child", "test_skipped", "test_fails")
         for phase in ("setup", "call", "teardown")
         if (test, phase) != ("test_skipped", "call")  # a skip mark stops it at setup
     ]
     assert all(record["cpu_s"] >= 0 and record["worker"] == "main" for record in records)
+    assert records[1]["cpu_s"] >= 0.5  # test_child's call: its child process's CPU counts
