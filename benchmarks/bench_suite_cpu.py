@@ -74,8 +74,8 @@ def _pytest_summary(output: str) -> Dict[str, int]:
     lines = [line for line in output.splitlines() if re.search(r" in [\d.]+s", line)]
     if not lines:
         return {}
-    return {kind.rstrip("s") if kind.startswith("error") else kind: int(count)
-            for count, kind in SUMMARY_COUNTS.findall(lines[-1])}  # fmt: skip
+    # "errors" → "error"; the other kinds end in "d".
+    return {kind.rstrip("s"): int(count) for count, kind in SUMMARY_COUNTS.findall(lines[-1])}
 
 
 def run_suite(
