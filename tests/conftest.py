@@ -1,6 +1,5 @@
 """Fixtures shared across the test suite."""
 
-import gc
 import json
 import os
 import random
@@ -69,23 +68,6 @@ def pytest_collection_modifyitems(items: list) -> None:
         else:
             others.append(item)
     items[:] = builders + others + readers
-
-
-# The collector's permanent generation holds what outlives the collection and each test (the
-# imports: torch, fairseq, sympy, a million objects or so; caches; lazily imported modules), so
-# that a full collection walks only what the running test made: unfrozen, the dozens of full
-# collections of a worker's run took 0.1-0.2 s of CPU each. What a test leaves in cycles is
-# collected before the freeze, so nothing of it is kept.
-def pytest_collection_finish() -> None:
-    gc.collect()
-    gc.freeze()
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_teardown():
-    yield  # the test's fixtures torn down first
-    gc.collect()
-    gc.freeze()
 
 
 def built_once(tmp_path_factory, name: str, build: Callable[[Path], None]) -> Path:
