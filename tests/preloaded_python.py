@@ -38,7 +38,10 @@ from typing import Dict, List, Optional
 # module path from them.
 _STARTUP_VARIABLES = ("PYTHON", "OMP_", "MKL_", "KMP_", "GOMP_", "LD_", "MALLOC")
 _CHILD_SETS_ITSELF = ("OMP_NUM_THREADS", "PYTHONPATH")
-FAIRSEQ_PROGRAMS = ("fairseq-train", "fairseq-preprocess", "fairseq-generate", "fairseq-validate")
+FAIRSEQ_PROGRAMS = (
+    "fairseq-train", "fairseq-preprocess", "fairseq-generate", "fairseq-validate",
+    "fairseq-interactive",
+)  # fmt: skip
 # fairseq_cli/train.py sets up the root logger (its format, on stdout) before it imports fairseq,
 # whose import sets it up otherwise (a task module calls logging.basicConfig: stderr, DEBUG); the
 # other programs import fairseq first, so they keep what fairseq's import made.

@@ -115,9 +115,13 @@ def test_a_killed_grid_started_again_redoes_only_the_unfinished_steps(tmp_path, 
     compare_rules(grid_options, train_options, out, second_run, capsys)
 
 
-def test_bad_input_stops_the_grid_at_preparation_naming_file_and_line(tmp_path, capsys):
+def test_bad_input_stops_the_grid_at_preparation_naming_file_and_line(
+    tmp_path, capsys, monkeypatch
+):
     from fairseq_struct.grid.translation import main
 
+    for name, value in script_environment().items():  # its scripts' programs: the stand-ins
+        monkeypatch.setenv(name, value)
     raw = tmp_path / "raw"
     write_corpus(raw, n_train=50, n_valid=5, n_test=5, seed=3)
     lines = (raw / "train.tr").read_text(encoding="utf-8").splitlines()
