@@ -102,15 +102,25 @@ def venv_tool(name: str) -> str:
 
 # One preloaded server per set of interpreter start-up settings (the suite's; PYTHONHASHSEED=0
 # for the preparations), each started by the first command that needs it, listening in a
-# directory of this process (a Unix socket's path must be short: not under pytest's basetemp).
+# directory of the session (a Unix socket's path must be short: not under pytest's basetemp).
+# pytest-xdist's workers inherit the directory from the process that starts them, so that they
+# share the servers (each costs 6-9 s of CPU to start: its imports, Zemberek's morphology).
 _preloaded: Dict[Path, PreloadedPython] = {}  # by the socket each listens at
-_PRELOADED_DIR = Path(tempfile.mkdtemp(prefix="preloaded-"))
+SHARED_SERVERS_VARIABLE = "PYTEST_FAIRSEQ_STRUCT_SERVERS"  # PYTEST_*: not a nested suite's
+if os.environ.get(SHARED_SERVERS_VARIABLE):
+    _PRELOADED_DIR, _OWN_PRELOADED_DIR = Path(os.environ[SHARED_SERVERS_VARIABLE]), False
+else:
+    _PRELOADED_DIR, _OWN_PRELOADED_DIR = Path(tempfile.mkdtemp(prefix="preloaded-")), True
+    os.environ[SHARED_SERVERS_VARIABLE] = str(_PRELOADED_DIR)
 
 
 def pytest_sessionfinish() -> None:
+    for server in _preloaded.values():  # first: a server this process started may wait for it
+        server.release()
     for server in _preloaded.values():
         server.close()
-    shutil.rmtree(_PRELOADED_DIR, ignore_errors=True)
+    if _OWN_PRELOADED_DIR:  # the last process of the session
+        shutil.rmtree(_PRELOADED_DIR, ignore_errors=True)
 
 
 # The preparations' setting (scripts/prepare-*.sh fix the hash seed, on which some of Zemberek's
@@ -163,8 +173,12 @@ def script_environment(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     PYTHONHASHSEED=0) start here."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore", **(env or {})}
     tools = _PRELOADED_DIR / "tools"
-    if not tools.exists():
-        write_stand_ins(tools, sys.executable)
+    if not tools.exists():  # written aside and renamed: another worker may be writing them too
+        written = write_stand_ins(Path(tempfile.mkdtemp(dir=_PRELOADED_DIR)), sys.executable)
+        try:
+            written.rename(tools)
+        except OSError:  # the other worker's came first
+            shutil.rmtree(written)
     preparations = dict(env, PYTHONHASHSEED=env.get("PYTHONHASHSEED", PREPARATION_HASH_SEED))
     for settings in (env, preparations):
         preloaded_server(settings).start()

@@ -21,6 +21,7 @@ logging shutdown, flushed streams). A caller that goes away (killed, or past its
 the child's process group with it, as a terminal or a cluster's kill takes a real process.
 """
 
+import fcntl
 import hashlib
 import json
 import os
@@ -205,11 +206,20 @@ def reply(conn, message):
         pass  # the caller went away; its child is killed when its connection is read
 
 
+def finish():
+    for pid in pids.values():
+        kill_group(pid, signal.SIGKILL)
+    sys.exit(0)
+
+
 pids = {}  # connection -> the pid of the child it asked for
 ends = {}  # pidfd of a child -> its connection
 watched = set()  # connections read for signals to pass on, until their caller goes away
+holders = set()  # connections of the other suite processes that use this server, until they end
+closing = False  # the suite process that started this server is done: it ends with the holders
 while True:
-    for ready in select.select([listener, sys.stdin, *watched, *ends], [], [])[0]:
+    inputs = [listener, *([] if closing else [sys.stdin]), *watched, *ends, *holders]
+    for ready in select.select(inputs, [], [])[0]:
         if ready is listener:
             conn, _ = listener.accept()
             try:
@@ -217,7 +227,12 @@ while True:
             except (EOFError, OSError, ValueError):
                 conn.close()
                 continue
+            if request.get("hold"):
+                holders.add(conn)
+                reply(conn, {"pid": os.getpid()})
+                continue
             inherited = [listener.fileno(), *(c.fileno() for c in pids), *ends, conn.fileno()]
+            inherited += [holder.fileno() for holder in holders]
             pid = os.fork()
             if pid == 0:
                 run_child(request, fds, inherited)
@@ -232,10 +247,20 @@ while True:
             watched.add(conn)
             reply(conn, {"pid": pid})
         elif ready is sys.stdin:
-            if not os.read(sys.stdin.fileno(), 1 << 16):  # the suite is done
-                for pid in pids.values():
-                    kill_group(pid, signal.SIGKILL)
-                sys.exit(0)
+            if not os.read(sys.stdin.fileno(), 1 << 16):  # its suite process is done
+                closing = True
+                if not holders:
+                    finish()
+        elif ready in holders:
+            try:
+                ended = not ready.recv(1 << 16)
+            except OSError:
+                ended = True
+            if ended:
+                holders.discard(ready)
+                ready.close()
+                if closing and not holders:
+                    finish()
         elif isinstance(ready, int):  # a child has ended
             conn = ends.pop(ready)
             os.close(ready)
@@ -260,7 +285,12 @@ class PreloadedPython:
     """One server for the commands whose interpreter start-up settings are those of `env`,
     listening at `socket_path(directory, env)`; started by `start` or at the first `run`.
     `preload`: Python code the server runs after its imports, before it forks any command (what
-    every command of those settings would compute first, and that no later command changes)."""
+    every command of those settings would compute first, and that no later command changes).
+
+    Processes that share `directory` (the suite's workers) share its servers: the first to need
+    one starts it (and is its parent, which reaps it: its CPU counts in the suite's), the others
+    hold it (a connection it keeps open for them) until they `release` it. A started server ends
+    once its starter has `close`d it and no holder is left; `close` waits for that."""
 
     def __init__(
         self, python: str, env: Dict[str, str], directory: Path, preload: str = ""
@@ -272,6 +302,8 @@ class PreloadedPython:
         self.socket = socket_path(directory, env)
         self.bin = Path(python).parent
         self.server: Optional[subprocess.Popen] = None
+        self.holding: Optional[socket.socket] = None
+        self.held_pid: Optional[int] = None
 
     def handles(self, args: List, env: Dict[str, str]) -> bool:
         """A fairseq program, `python -m fairseq_struct...` or one of the project's benchmark
@@ -293,7 +325,19 @@ class PreloadedPython:
         )
 
     def start(self) -> None:
-        if self.server is None or self.server.poll() is not None:
+        if self.holding is not None or (self.server is not None and self.server.poll() is None):
+            return
+        with open(f"{self.socket}.lock", "w") as lock:  # one start, whoever comes first
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if self.socket.exists():
+                try:
+                    self.holding = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    self.holding.connect(str(self.socket))
+                    self.holding.sendall(b'{"hold": true}\n')
+                    return
+                except OSError:  # its starter has ended: started again here
+                    self.holding.close()
+                    self.holding = None
             binding = binding_path(self.socket)
             for stale in (self.socket, binding):
                 stale.unlink(missing_ok=True)
@@ -334,12 +378,37 @@ class PreloadedPython:
             stderr = err.read_text(encoding="utf-8", errors="replace")
         return subprocess.CompletedProcess(args, returncode, stdout, stderr)
 
+    @property
+    def pid(self) -> int:
+        """The server's process id, whichever process started it."""
+        self.start()
+        if self.holding is None:
+            return self.server.pid
+        if self.held_pid is None:  # the server's answer to the hold, once it has imported
+            reply = b""
+            while not reply.endswith(b"\n"):
+                chunk = self.holding.recv(1 << 10)
+                if not chunk:
+                    raise RuntimeError(f"the preloaded Python server ended ({self.socket})")
+                reply += chunk
+            self.held_pid = json.loads(reply)["pid"]
+        return self.held_pid
+
+    def release(self) -> None:
+        """This process no longer needs the server that another one started."""
+        if self.holding is not None:
+            self.holding.close()
+            self.holding, self.held_pid = None, None
+
     def close(self) -> None:
-        if self.server is not None and self.server.poll() is None:
-            self.server.stdin.close()
-            self.server.wait(timeout=60)
-        if self.socket.exists():
-            self.socket.unlink()
+        """`release`, and the server this process started ends once no other process holds it:
+        waited for (whatever it waits for is another suite process's last tests)."""
+        self.release()
+        if self.server is not None:
+            if self.server.poll() is None:
+                self.server.stdin.close()
+                self.server.wait()
+            self.socket.unlink(missing_ok=True)
 
 
 def send_request(

@@ -216,7 +216,7 @@ def test_a_stand_in_passes_on_signals_and_its_child_ends_with_it(signum, tmp_pat
     """A signal to the stand-in (a script's process group killed, Ctrl-C) reaches the command;
     SIGKILL, which the stand-in cannot pass on, ends the command when the stand-in is gone."""
     env = script_environment()
-    server = preloaded_server(env).server.pid
+    server = preloaded_server(env).pid
     before = _forked_children(server)
     started = tmp_path / "started"
     sleeper = f"import pathlib, time\npathlib.Path({str(started)!r}).touch()\ntime.sleep(120)\n"
