@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -67,6 +68,39 @@ def test_a_started_server_takes_connections_at_once(monkeypatch):
         finally:
             server.server.kill()  # not worth its imports of torch and fairseq
             server.close()
+
+
+def test_a_server_is_shared_and_ends_after_its_last_holder(monkeypatch, tmp_path):
+    """Two suite processes with one directory (pytest-xdist's workers): the second holds the
+    server the first started and runs commands in it; the first's `close` waits until the holder
+    has released it, and then the server has ended. (The server without fairseq's imports: its
+    lifetime does not depend on them.)"""
+    light = preloaded_python._SERVER
+    for heavy in (
+        "fairseq",
+        "torch.fx.experimental.symbolic_shapes",
+        "torch._dynamo",
+        "sacremoses",
+    ):
+        light = light.replace(f"import {heavy}  # noqa: F401\n", "")
+    monkeypatch.setattr(preloaded_python, "_SERVER", light)
+    answer = [sys.executable, "-c", "print(6 * 7)"]
+    with tempfile.TemporaryDirectory(prefix="preloaded-test-") as directory:
+        first = PreloadedPython(sys.executable, ENV, Path(directory))
+        second = PreloadedPython(sys.executable, ENV, Path(directory))
+        first.start()
+        second.start()
+        assert first.server is not None and second.server is None and second.pid == first.pid
+        assert second.run(answer, cwd=tmp_path, env=ENV, timeout=60).stdout == "42\n"
+        closing = threading.Thread(target=first.close)
+        closing.start()
+        closing.join(timeout=2)
+        assert closing.is_alive() and first.server.poll() is None  # held: it waits
+        assert second.run(answer, cwd=tmp_path, env=ENV, timeout=60).stdout == "42\n"
+        second.release()
+        closing.join(timeout=60)
+        assert not closing.is_alive() and first.server.returncode == 0
+        assert not first.socket.exists()
 
 
 def test_fairseq_programs_are_forked_and_the_environment_is_the_commands(preloaded, tmp_path):
