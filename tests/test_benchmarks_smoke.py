@@ -4,6 +4,7 @@ quotient of the two figures it is computed from (within their rounding), counts 
 agree with the settings, and `meets_target` follows from the ratio and the target."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -358,7 +359,10 @@ def test_suite_cpu_benchmark_compares_two_runs_and_takes_an_inventory(tmp_path):
     assert figures["baseline_cpu_s"] > 0 and figures["cpu_s"] > 0
     assert figures["ratio"] == pytest.approx(figures["cpu_s"] / figures["baseline_cpu_s"], abs=5e-4)
     assert figures["meets_target"] == (figures["ratio"] <= figures["target_ratio"] == 0.65)
-    assert "1 failed, 1 passed, 1 skipped" in (tmp_path / "logs" / "commit.log").read_text("utf-8")
+    log = (tmp_path / "logs" / "commit.log").read_text("utf-8")
+    assert "1 failed, 1 passed, 1 skipped" in log
+    slowest = log.split("slowest 30 durations", 1)[1]  # pytest --durations=30, as the issue asks
+    assert re.search(r"\d+\.\d+s call +\S*test_three\.py::test_child", slowest), slowest
     records = [json.loads(line) for line in inventory.read_text("utf-8").splitlines()]
     assert [(record["test"].split("::")[1], record["phase"]) for record in records] == [
         (test, phase)

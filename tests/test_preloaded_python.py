@@ -22,11 +22,10 @@ ENV = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
 
 
 @pytest.fixture(scope="module")
-def preloaded():
-    with tempfile.TemporaryDirectory(prefix="preloaded-test-") as directory:
-        server = PreloadedPython(sys.executable, ENV, Path(directory))
-        yield server
-        server.close()
+def preloaded() -> PreloadedPython:
+    """The session's server for ENV's start-up settings (conftest's, shared by the workers): the
+    one the suite's commands run in."""
+    return preloaded_server(ENV)
 
 
 def _program_lines(stderr: str) -> list:
