@@ -31,7 +31,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 # Read by an interpreter at start-up, so a forked child cannot take another value: a command
 # whose environment differs from the server's in one of these runs as a plain process.
@@ -385,13 +385,7 @@ class PreloadedPython:
         if self.holding is None:
             return self.server.pid
         if self.held_pid is None:  # the server's answer to the hold, once it has imported
-            reply = b""
-            while not reply.endswith(b"\n"):
-                chunk = self.holding.recv(1 << 10)
-                if not chunk:
-                    raise RuntimeError(f"the preloaded Python server ended ({self.socket})")
-                reply += chunk
-            self.held_pid = json.loads(reply)["pid"]
+            self.held_pid = next(replies(self.holding))["pid"]
         return self.held_pid
 
     def release(self) -> None:
@@ -426,9 +420,9 @@ def send_request(
     return connection
 
 
-def wait_for_exit(connection: socket.socket, timeout: Optional[float] = None) -> int:
-    """The child's exit status (negative: the signal that ended it), from the server's replies
-    (its pid, then its status); TimeoutExpired when it has not ended after `timeout` s."""
+def replies(connection: socket.socket, timeout: Optional[float] = None) -> Iterator[Dict]:
+    """The server's replies on `connection`, one JSON line each (a command's: its pid, then its
+    status; a hold's: the server's pid); TimeoutExpired when none comes within `timeout` s."""
     deadline = None if timeout is None else time.monotonic() + timeout
     pending = b""
     while True:
@@ -441,7 +435,13 @@ def wait_for_exit(connection: socket.socket, timeout: Optional[float] = None) ->
                 raise RuntimeError("the preloaded Python server ended")
             pending += chunk
         line, pending = pending.split(b"\n", 1)
-        reply = json.loads(line)
+        yield json.loads(line)
+
+
+def wait_for_exit(connection: socket.socket, timeout: Optional[float] = None) -> int:
+    """The child's exit status (negative: the signal that ended it), from the server's replies
+    (its pid, then its status); TimeoutExpired when it has not ended after `timeout` s."""
+    for reply in replies(connection, timeout):
         if "returncode" in reply:
             return reply["returncode"]
 
