@@ -22,7 +22,8 @@ ratio, not figures of different days.
 --inventory FILE adds a pytest plugin (`suite_cpu_inventory.py`, beside this file) to the
 --commit run: one JSON line per test phase with the CPU of its worker's process tree (the worker,
 the commands it started and the preloaded servers' forks, through their parents' reaped-children
-times). It reads /proc three times a test, which adds 1-2 % to that run's CPU.
+times; with two or more workers, a command run in a server the other worker started counts in
+that worker's phase). It reads /proc three times a test, which adds 1-2 % to that run's CPU.
 
 Prints one JSON line: `cpu_s` and `baseline_cpu_s`, `ratio` (target <= 0.65, the issue's bar) and
 `meets_target`, each run's wall seconds and pytest summary. Exit status 1 when a run's tests fail

@@ -81,7 +81,9 @@ def test_a_server_is_shared_and_ends_after_its_last_holder(monkeypatch, tmp_path
         "torch._dynamo",
         "sacremoses",
     ):
-        light = light.replace(f"import {heavy}  # noqa: F401\n", "")
+        line = f"import {heavy}  # noqa: F401\n"
+        assert line in light  # the server's imports as this test knows them
+        light = light.replace(line, "")
     monkeypatch.setattr(preloaded_python, "_SERVER", light)
     answer = [sys.executable, "-c", "print(6 * 7)"]
     with tempfile.TemporaryDirectory(prefix="preloaded-test-") as directory:
