@@ -24,14 +24,14 @@ PIP=(python3 -m pip)
 # Pure-Python projects published as source only: built here, they run anywhere.
 "${PIP[@]}" wheel -q --no-deps -w .whl antlr4-python3-runtime==4.9.3 seqeval==1.2.2
 
-# The demo at the test suite's sizes (tests/conftest.py: DEMO_TRAIN_PAIRS, DEMO_MAX_UPDATE,
-# DEMO_MAX_TOKENS), about two minutes here; run_gpu_checks.sh hands it to the suite's
+# The demo at the test suite's sizes (tests/conftest.py: DEMO_TRAIN_PAIRS, DEMO_VALID_PAIRS,
+# DEMO_MAX_UPDATE, DEMO_MAX_TOKENS), about two minutes here; run_gpu_checks.sh hands it to the suite's
 # `demo_translation_run` fixture. Only what translating needs is kept (no other checkpoints).
 DEMO=.whl/demo-translation
 if [[ ! -s "$DEMO/work/eval-morph/hyp.txt" ]]; then
   rm -rf "$DEMO"
-  DEMO_WORK="$DEMO/work" DEMO_DATA="$DEMO/data-bin" DEMO_TRAIN_PAIRS=1500 DEMO_MAX_UPDATE=600 \
-    DEMO_MAX_TOKENS=512 bash scripts/demo.sh > .whl/demo-translation.log 2>&1 \
+  DEMO_WORK="$DEMO/work" DEMO_DATA="$DEMO/data-bin" DEMO_TRAIN_PAIRS=1500 DEMO_VALID_PAIRS=200 \
+    DEMO_MAX_UPDATE=600 DEMO_MAX_TOKENS=512 bash scripts/demo.sh > .whl/demo-translation.log 2>&1 \
     || { tail -20 .whl/demo-translation.log; exit 1; }
   find "$DEMO/work/checkpoints-morph" -mindepth 1 -not -name checkpoint_best.pt -prune \
     -exec rm -rf {} +
