@@ -25,8 +25,8 @@ PIP=(python3 -m pip)
 "${PIP[@]}" wheel -q --no-deps -w .whl antlr4-python3-runtime==4.9.3 seqeval==1.2.2
 
 # The demo at the test suite's sizes (tests/conftest.py: DEMO_TRAIN_PAIRS, DEMO_VALID_PAIRS,
-# DEMO_MAX_UPDATE, DEMO_MAX_TOKENS), about two minutes here; run_gpu_checks.sh hands it to the suite's
-# `demo_translation_run` fixture. Only what translating needs is kept (no other checkpoints).
+# DEMO_MAX_UPDATE, DEMO_MAX_TOKENS), about two minutes here; run_gpu_checks.sh hands it to the
+# suite's `demo_translation_run` fixture. Only what translating needs is kept (no other checkpoints).
 DEMO=.whl/demo-translation
 if [[ ! -s "$DEMO/work/eval-morph/hyp.txt" ]]; then
   rm -rf "$DEMO"

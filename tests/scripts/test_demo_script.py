@@ -1,8 +1,8 @@
 """The README's demo command, shrunk: every stage of scripts/demo.sh runs on a small corpus, and
 the run ends with sacreBLEU scores and signatures of a model that learnt to translate: BLEU >= 50
 on the 500 test sentences (the full demo, 20,000 pairs and 800 updates, reaches 99; 1,500 pairs,
-200 validation pairs and 600 updates of 512 tokens give 59.7 here), one hypothesis per reference line, and scores that
-sacreBLEU gives again for the written hypotheses. The run is the session's shared demo model
+200 validation pairs and 600 updates of 512 tokens give 59.7 here), one hypothesis per reference
+line, and scores that sacreBLEU gives again for the written hypotheses. The run is the session's shared demo model
 (conftest's `demo_translation_run`)."""
 
 import json
