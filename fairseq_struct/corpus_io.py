@@ -286,6 +286,23 @@ def atomic_writer(path: PathLike) -> Iterator[BinaryIO]:
         raise
 
 
+def publish_directory(staging: Path, out_dir: Path) -> None:
+    """Move a directory written under a temporary name to OUT_DIR, readable as the user's other
+    files are: a new OUT_DIR appears whole; an existing one gets the files one by one."""
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp's folder is private to its owner
+    for path in staging.rglob("*"):
+        path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)  # some writers make theirs private
+    if out_dir.exists() and not any(out_dir.iterdir()):
+        out_dir.rmdir()
+    if not out_dir.exists():
+        os.replace(staging, out_dir)
+        return
+    for path in staging.iterdir():
+        os.replace(path, out_dir / path.name)
+
+
 def atomic_write_json(path: PathLike, value: object) -> None:
     atomic_write_bytes(path, (json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode())
 

@@ -41,13 +41,13 @@ text must be segmented first; word-level text Moses-tokenized) are in
 import argparse
 import json
 import logging
-import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
+from fairseq_struct.corpus_io import publish_directory
 from fairseq_struct.export.hf_checkpoint import (
     FairseqCheckpoint,
     TextUnits,
@@ -182,26 +182,10 @@ def export(
                 shutil.copyfile(HF_CODE / f"{module}.py", staging / f"{module}.py")
         write_tokenizer(checkpoint, units, staging, int(checkpoint.model.encoder.max_positions()))
         (staging / EXPORT_REPORT).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
-        _publish(staging, out_dir)
+        publish_directory(staging, out_dir)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return report
-
-
-def _publish(staging: Path, out_dir: Path) -> None:
-    """Move the staged files to OUT_DIR, readable as the user's other files are."""
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp's folder is private to its owner
-    for path in staging.iterdir():
-        path.chmod(0o666 & ~umask)  # some writers create their files private too
-    if out_dir.exists() and not any(out_dir.iterdir()):
-        out_dir.rmdir()
-    if not out_dir.exists():
-        os.replace(staging, out_dir)
-        return
-    for path in staging.iterdir():  # --overwrite: file by file
-        os.replace(path, out_dir / path.name)
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:

@@ -54,6 +54,8 @@ class EncoderStructureOptions:
     relative_positions: int
     whole_word_attention: bool
     wwa_window: int
+    restart_word_positions: bool
+    layer_norm_eps: float
 
     @classmethod
     def from_args(cls, args: Any) -> "EncoderStructureOptions":
@@ -65,11 +67,16 @@ class EncoderStructureOptions:
             relative_positions=args.relative_positions,
             whole_word_attention=args.whole_word_attention,
             wwa_window=args.wwa_window,
+            # Options newer than some checkpoints: their defaults are what those were built as.
+            restart_word_positions=safe_getattr(args, "restart_word_positions", False),
+            layer_norm_eps=safe_getattr(args, "layer_norm_eps", 1e-5),
         )
         if safe_getattr(args, "checkpoint_activations", False):
             raise ValueError(
                 "the masked-LM struct encoders do not support --checkpoint-activations"
             )
+        if options.restart_word_positions and options.position_embedding != "2d":
+            raise ValueError("--restart-word-positions needs --position-embedding 2d")
         if options.position_embedding == "none" and not (
             options.relative_positions or options.whole_word_attention
         ):
@@ -138,6 +145,7 @@ class StructTransformerEncoder(TransformerEncoder):
                     options.max_intermediate_subwords,
                     options.subword_id_strategy,
                     options.num_segments,
+                    options.restart_word_positions,
                 ),
                 self.structure_context,
             )

@@ -5,13 +5,14 @@ and by `sentence_prediction` fine-tuning later), checkpoint upgrades and hub int
 unchanged. Only the encoder's inner Transformer is replaced (`StructTransformerEncoder`).
 """
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from fairseq.models.roberta import RobertaEncoder, RobertaModel
+from fairseq.models.roberta.model import RobertaClassificationHead
 from fairseq.models.roberta.model import base_architecture as roberta_base_architecture
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr
-from torch import Tensor
+from torch import Tensor, nn
 
 from fairseq_struct.models.struct_encoder import StructTransformerEncoder
 from fairseq_struct.modules.structural_position_embedding import (
@@ -19,6 +20,11 @@ from fairseq_struct.modules.structural_position_embedding import (
     SUBWORD_STRATEGIES,
 )
 from fairseq_struct.pieces.word_boundaries import word_start_lookup
+
+# The sentence-pair (NSP/SOP) head of pretraining; an imported BERT's pooler + NSP layer.
+SENTENCE_PAIR_HEAD = "sentence_pair"
+# Where an imported BERT's pooler waits for a fine-tuning head (`upgrade_state_dict_named`).
+POOLER = "pooler.dense."
 
 
 class StructRobertaEncoder(RobertaEncoder):
@@ -116,6 +122,24 @@ class StructRobertaModel(RobertaModel):
         parser.add_argument(
             "--wwa-window", type=int, metavar="W", help="Whole-Word Attention token window"
         )
+        parser.add_argument(
+            "--restart-word-positions",
+            action="store_true",
+            help="BERT2D: the second segment of a pair counts its word positions from 0 again "
+            "(the published BERT2D checkpoints)",
+        )
+        parser.add_argument(
+            "--layer-norm-eps",
+            type=float,
+            metavar="EPS",
+            help="epsilon of every layer norm (fairseq: 1e-5; BERT: 1e-12)",
+        )
+        parser.add_argument(
+            "--sentence-head-from-pooler",
+            action="store_true",
+            help="fine-tuning: a new sentence classification head starts from the pretrained "
+            "NSP head's pooler (dense + tanh on the first token), as BERT fine-tunes",
+        )
 
     @classmethod
     def build_model(cls, args: Any, task: Any) -> "StructRobertaModel":
@@ -127,7 +151,49 @@ class StructRobertaModel(RobertaModel):
             word_starts = word_start_lookup(
                 task.source_dictionary, safe_getattr(args, "tokens_are_words", False)
             )
-        return cls(args, cls.encoder_class(args, task.source_dictionary, word_starts))
+        model = cls(args, cls.encoder_class(args, task.source_dictionary, word_starts))
+        set_layer_norm_eps(model, safe_getattr(args, "layer_norm_eps", None) or 1e-5)
+        return model
+
+    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
+        """fairseq's upgrade (which drops the checkpoint's heads that this model lacks), after
+        taking out an imported BERT's pooler: it starts a new sentence classification head when
+        `--sentence-head-from-pooler` asks for it."""
+        prefix = name + "." if name else ""
+        pooler = {
+            part: state_dict.pop(prefix + POOLER + part)
+            for part in ("weight", "bias")
+            if prefix + POOLER + part in state_dict
+        }
+        if pooler and safe_getattr(self.args, "sentence_head_from_pooler", False):
+            copy_pooler_into_new_heads(self, state_dict, prefix, pooler)
+        super().upgrade_state_dict_named(state_dict, name)
+
+
+def set_layer_norm_eps(model: nn.Module, eps: float) -> None:
+    """fairseq builds every LayerNorm with its default epsilon; BERT's checkpoints used 1e-12."""
+    for module in model.modules():
+        if isinstance(module, nn.LayerNorm):
+            module.eps = eps
+
+
+def copy_pooler_into_new_heads(
+    model: Any, state_dict: Dict[str, Tensor], prefix: str, pooler: Dict[str, Tensor]
+) -> None:
+    """BERT fine-tunes its pooler (dense + tanh on the first token) under a new classifier: a
+    sentence classification head that the checkpoint lacks starts from it (its output layer
+    stays new)."""
+    for head_name, head in model.classification_heads.items():
+        head_prefix = f"{prefix}classification_heads.{head_name}."
+        if not isinstance(head, RobertaClassificationHead) or head_prefix + "dense.weight" in (
+            state_dict
+        ):
+            continue
+        if head.dense.weight.shape != pooler["weight"].shape:
+            continue
+        for key, value in head.state_dict().items():
+            part = key[len("dense.") :] if key.startswith("dense.") else None
+            state_dict[head_prefix + key] = pooler[part].clone() if part in pooler else value
 
 
 def struct_encoder_defaults(args: Any) -> None:
@@ -139,6 +205,9 @@ def struct_encoder_defaults(args: Any) -> None:
     args.relative_positions = safe_getattr(args, "relative_positions", 0)
     args.whole_word_attention = safe_getattr(args, "whole_word_attention", False)
     args.wwa_window = safe_getattr(args, "wwa_window", 5)
+    args.restart_word_positions = safe_getattr(args, "restart_word_positions", False)
+    args.layer_norm_eps = safe_getattr(args, "layer_norm_eps", 1e-5)
+    args.sentence_head_from_pooler = safe_getattr(args, "sentence_head_from_pooler", False)
 
 
 def tiny_encoder_dimensions(args: Any) -> None:

@@ -14,6 +14,10 @@ The 1D table here has exactly `max_positions` rows (fairseq's learned table adds
 rows), so BERT2D has exactly (M + 2) * d_model more parameters than the same encoder in "1d"
 mode. Segment embeddings (BERT's token types, for NSP/SOP pairs) are added when
 `num_segments` > 0.
+
+`restart_words`: the word positions of a sentence pair's second segment count from 0 again
+(`[CLS] un ##want [SEP] runn ##ing [SEP]` -> 0 1 1 2 0 0 1), as the published BERT2D
+checkpoints were trained; the project's own BERT2D numbers the words of both segments on.
 """
 
 from typing import Optional
@@ -53,6 +57,14 @@ def subword_position_ids(
     return torch.where(position_in_word == 0, torch.zeros_like(ids), ids)
 
 
+def restarted_word_index(structure: WordStructure) -> Tensor:
+    """Word indices with the second segment's words counted from 0 (its first word is 0)."""
+    second = structure.segment_index.bool()
+    first_of_second = second.long().argmax(dim=1, keepdim=True)  # 0 where there is none
+    offset = structure.word_index.gather(1, first_of_second)
+    return torch.where(second, structure.word_index - offset, structure.word_index)
+
+
 class StructuralPositionEmbedding(nn.Module):
     def __init__(
         self,
@@ -62,6 +74,7 @@ class StructuralPositionEmbedding(nn.Module):
         max_intermediate: int = 3,
         subword_strategy: str = "uniform",
         num_segments: int = 0,
+        restart_words: bool = False,
     ) -> None:
         super().__init__()
         if mode not in POSITION_MODES:
@@ -74,6 +87,7 @@ class StructuralPositionEmbedding(nn.Module):
         self.max_positions = max_positions
         self.max_intermediate = max_intermediate
         self.subword_strategy = subword_strategy
+        self.restart_words = restart_words
         # Word positions in 2d mode, token positions in 1d mode.
         self.positions: Optional[nn.Embedding] = (
             nn.Embedding(max_positions, embed_dim) if mode != "none" else None
@@ -91,6 +105,8 @@ class StructuralPositionEmbedding(nn.Module):
     def position_ids(self, structure: WordStructure) -> Tensor:
         """(batch, time) row of `positions` per token: the word index in 2d mode."""
         if self.mode == "2d":
+            if self.restart_words:
+                return restarted_word_index(structure)
             return structure.word_index
         return torch.arange(
             structure.word_index.shape[1], device=structure.word_index.device

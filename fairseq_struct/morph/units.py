@@ -1,11 +1,14 @@
 """Cut labelled text into the units a pretrained encoder was trained on (SPEC 5.4).
 
 A fine-tuned model must see exactly the units of its pretraining run, so everything is read
-from the pretraining data directory that `scripts/prepare-mlm.sh` wrote:
+from the pretraining data directory that `scripts/prepare-mlm.sh` wrote, or from the directory
+of an imported Hugging Face model (`python -m fairseq_struct.hf_import`):
 
-- `text/prepare_report.json`: units (`pieces` or `words`), mode (`bpe` or `morph`), language;
+- `text/prepare_report.json` (pretraining) or `hf_import.json` (import): units (`pieces`,
+  `words` or `tokenizer`), mode (`bpe` or `morph`), language, the special tokens' names;
 - `dict.txt`: the fairseq dictionary the encoder's embeddings were trained with;
 - `spm.model`: the SentencePiece model (pieces only);
+- `tokenizer.json`: the Hugging Face tokenizer (tokenizer units: WordPiece or XLM-R's pieces);
 - `text/morfessor.iu.segm`: the Inuktitut segmenter (morph mode, `iu` only).
 
 Each labelled word is cut on its own, so that a word's units are known exactly:
@@ -13,6 +16,7 @@ Each labelled word is cut on its own, so that a word's units are known exactly:
 - pieces, morph mode: the sentence is segmented into morphemes first (Zemberek for Turkish,
   with its sentence-level disambiguation; Morfessor for Inuktitut), then each word's morphemes
   are encoded, so no piece crosses a morpheme boundary, as in pretraining;
+- tokenizer: the tokens the model's own fast tokenizer gives the word (`pieces.hf_tokenizer`);
 - words (BERT-ELMo): the Moses tokens of the word (the pretraining text was Moses-tokenized, so
   "Adana'da" was the three words `Adana ' da` there, and is here too).
 SentencePiece splits on whitespace, so encoding word by word gives the pieces that encoding the
@@ -24,17 +28,19 @@ to turn predicted units back into answer text.
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import List, Sequence, Tuple, Union
+from typing import Dict, List, Sequence, Tuple, Union
 
 from fairseq.data import Dictionary
 
+from fairseq_struct.pieces.hf_tokenizer import TOKENIZER_FILE, TokenizerUnits
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START
 
 PathLike = Union[str, Path]
 
 PRETRAINING_REPORT = Path("text") / "prepare_report.json"
+IMPORT_REPORT = Path("hf_import.json")
 INUKTITUT_MODEL = Path("text") / "morfessor.iu.segm"
 _NON_SPACE_RUN = re.compile(r"\S+")
 
@@ -48,22 +54,34 @@ class PretrainingUnits:
     """How a pretraining run cut its text, as its data directory records it."""
 
     data_dir: Path
-    units: str  # "pieces" or "words"
+    units: str  # "pieces", "words" or "tokenizer"
     mode: str  # "bpe" or "morph"
     lang: str
+    # tokenizer units: {the tokenizer's special token: its fairseq name}
+    special_names: Dict[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_data_dir(cls, data_dir: PathLike) -> "PretrainingUnits":
         data_dir = Path(data_dir)
         report_path = data_dir / PRETRAINING_REPORT
+        if not report_path.exists() and (data_dir / IMPORT_REPORT).exists():
+            report_path = data_dir / IMPORT_REPORT
         if not report_path.exists():
             raise FileNotFoundError(
                 f"{report_path} not found: --pretraining-data must be the directory that "
                 "scripts/prepare-mlm.sh wrote for the pretraining run (it holds dict.txt, "
-                "spm.model and text/prepare_report.json)"
+                "spm.model and text/prepare_report.json), or one that "
+                "python -m fairseq_struct.hf_import wrote (dict.txt, tokenizer.json, "
+                f"{IMPORT_REPORT})"
             )
         report = json.loads(report_path.read_text(encoding="utf-8"))
-        units = cls(data_dir, report["units"], report.get("mode", "bpe"), report.get("lang", "tr"))
+        units = cls(
+            data_dir,
+            report["units"],
+            report.get("mode", "bpe"),
+            report.get("lang", "tr"),
+            report.get("special_tokens", {}),
+        )
         for needed in units.needed_files():
             if not needed.exists():
                 raise FileNotFoundError(f"{needed} not found (needed for {units.describe()})")
@@ -71,6 +89,8 @@ class PretrainingUnits:
 
     def needed_files(self) -> List[Path]:
         files = [self.dictionary_path]
+        if self.units == "tokenizer":
+            files.append(self.data_dir / TOKENIZER_FILE)
         if self.units == "pieces":
             files.append(self.data_dir / "spm.model")
             if self.mode == "morph" and self.lang == "iu":
@@ -88,6 +108,8 @@ class PretrainingUnits:
     def describe(self) -> str:
         if self.units == "words":
             return f"Moses words ({self.lang})"
+        if self.units == "tokenizer":
+            return f"the pieces of {self.data_dir / TOKENIZER_FILE}"
         return f"SentencePiece pieces, {self.mode} mode ({self.lang})"
 
     def load_dictionary(self) -> Dictionary:
@@ -102,7 +124,10 @@ class UnitCutter:
         self.workers = workers
         self._spm = None
         self._moses = None
-        if units.units == "pieces":
+        self._tokenizer = None
+        if units.units == "tokenizer":
+            self._tokenizer = TokenizerUnits(units.data_dir / TOKENIZER_FILE, units.special_names)
+        elif units.units == "pieces":
             from fairseq_struct.morph.sentencepiece_model import SentencePieceModel
 
             self._spm = SentencePieceModel(units.data_dir / "spm.model")
@@ -120,6 +145,11 @@ class UnitCutter:
                 _check_word(word)
         if self._moses is not None:
             return [[self._moses_tokens(word) for word in sentence] for sentence in sentences]
+        if self._tokenizer is not None:
+            return [
+                [units for units, _ in self._tokenizer.cut_words(sentence)]
+                for sentence in sentences
+            ]
         if self.units.mode == "morph":
             sentences = self._segment(sentences)
         return [[self._pieces(word) for word in sentence] for sentence in sentences]
@@ -129,6 +159,13 @@ class UnitCutter:
         words = [(match.group(), match.start()) for match in _NON_SPACE_RUN.finditer(text)]
         if not words:
             return [], []
+        if self._tokenizer is not None:  # spans from the tokenizer (it may lowercase, strip)
+            cut = self._tokenizer.cut_words([word for word, _ in words])
+            return [units for units, _ in cut], [
+                (start + a, start + b)
+                for (_, start), (_, word_spans) in zip(words, cut)
+                for a, b in word_spans
+            ]
         units = self.cut([[word for word, _ in words]])[0]
         spans: List[Tuple[int, int]] = []
         for (word, start), word_units in zip(words, units):

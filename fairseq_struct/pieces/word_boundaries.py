@@ -1,8 +1,12 @@
 """Where words begin, found from the dictionary alone (SPEC 4, first paragraph).
 
-A piece that starts with SentencePiece's WORD_START mark begins a word; so does every special
-symbol (<s>, </s>, <pad>, <unk>, <mask>, fairseq's madeupword padding symbols), each of which
-is a word of its own. In morph-mode data only the first morpheme of a whitespace word carries
+Two conventions, told apart by which marks the dictionary's pieces carry (most of them):
+- SentencePiece (the project's own pieces, XLM-R): a piece that starts with the WORD_START mark
+  begins a word;
+- WordPiece (BERT, BERTurk, mBERT, BERT2D): every piece begins a word except the continuations,
+  which start with `##`.
+Every special symbol (<s>, </s>, <pad>, <unk>, <mask>, fairseq's madeupword padding symbols)
+begins a word of its own. In morph-mode data only the first morpheme of a whitespace word carries
 WORD_START (the boundary marks, when kept, do not), so the morphemes of one whitespace word
 count as one word. Word-level data (BERT-ELMo: one token per whitespace word) has no
 WORD_START pieces; there every token is a word (`tokens_are_words`).
@@ -21,6 +25,8 @@ from torch import Tensor
 from fairseq_struct.pieces.markers import WORD_START
 
 MASK_SYMBOL = "<mask>"
+# WordPiece's mark of a piece that continues the word of the piece before it.
+WORDPIECE_CONTINUATION = "##"
 
 
 def is_special_symbol(dictionary: Dictionary, index: int) -> bool:
@@ -40,21 +46,27 @@ def special_symbol_lookup(dictionary: Dictionary) -> Tensor:
 def word_start_lookup(dictionary: Dictionary, tokens_are_words: bool = False) -> Tensor:
     """(vocab,) bool: True for the symbols that begin a word.
 
-    Raises ValueError for a piece dictionary without a single WORD_START piece: that is
-    word-level data, which needs `tokens_are_words=True` (otherwise every sentence would be
-    one long word).
+    The convention is the one most pieces follow: a vocabulary of either kind may hold a few
+    symbols of the other's shape (mBERT has a `▁` character piece). Raises ValueError for a
+    piece dictionary with neither mark: that is word-level data, which needs
+    `tokens_are_words=True` (otherwise every sentence would be one long word).
     """
     if tokens_are_words:
         return torch.ones(len(dictionary), dtype=torch.bool)
     marked = torch.tensor([symbol.startswith(WORD_START) for symbol in dictionary.symbols])
-    if not bool(marked.any()):
+    continued = torch.tensor(
+        [symbol.startswith(WORDPIECE_CONTINUATION) for symbol in dictionary.symbols]
+    )
+    if not bool(marked.any()) and not bool(continued.any()):
         raise ValueError(
             f"the dictionary ({len(dictionary)} symbols) has no piece starting with "
-            f"{WORD_START!r} (SentencePiece's word-start mark), so word boundaries cannot be "
-            "found; for word-level data (one token per word, as for bert_elmo) pass "
+            f"{WORD_START!r} (SentencePiece's word-start mark) nor with "
+            f"{WORDPIECE_CONTINUATION!r} (WordPiece's continuation mark), so word boundaries "
+            "cannot be found; for word-level data (one token per word, as for bert_elmo) pass "
             "--tokens-are-words"
         )
-    return marked | special_symbol_lookup(dictionary)
+    starts = ~continued if int(continued.sum()) > int(marked.sum()) else marked
+    return starts | special_symbol_lookup(dictionary)
 
 
 @dataclass
@@ -77,11 +89,14 @@ def word_structure(
     """The WordStructure of a right-padded batch, from its (batch, time) word-start flags.
 
     Padding tokens are special symbols, so each is a one-token word after the last real word.
+    A `</s>` closes its word: the token after it begins one even when it is a continuation
+    piece (a window of a long context may start inside a word).
     """
     time = word_starts.shape[1]
     positions = torch.arange(time, device=word_starts.device).expand_as(word_starts)
     starts = word_starts.clone()
     starts[:, 0] = True  # a sequence always begins a word, whatever its first token
+    starts[:, 1:] |= tokens[:, :-1].eq(eos)
     word_index = starts.long().cumsum(dim=1) - 1
     word_start_position = torch.where(starts, positions, 0).cummax(dim=1).values
     ends = torch.ones_like(starts)

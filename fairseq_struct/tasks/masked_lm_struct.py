@@ -44,9 +44,8 @@ from fairseq_struct.datasets.masking import (
     WordStartsDataset,
 )
 from fairseq_struct.datasets.sentence_pairs import SentencePairDataset, SentencePairLabels
+from fairseq_struct.models.struct_roberta import SENTENCE_PAIR_HEAD
 from fairseq_struct.pieces.word_boundaries import special_symbol_lookup, word_start_lookup
-
-SENTENCE_PAIR_HEAD = "sentence_pair"
 
 
 @dataclass

@@ -1,0 +1,225 @@
+"""Import a published Hugging Face encoder (BERTurk, mBERT, XLM-R, the authors' BERT2D) as a
+checkpoint of the plugin, with its dictionary and tokenizer.
+
+    python -m fairseq_struct.hf_import dbmdz/bert-base-turkish-cased imported/berturk
+    python -m fairseq_struct.hf_import path/to/Bert2D-cased-Turkish-128K imported/bert2d
+
+SOURCE is a model directory (no network is used), or a hub id, fetched once into the Hugging
+Face cache that transformers uses. OUT_DIR is written whole or not at all:
+
+    model.pt          a masked-LM checkpoint of the plugin (`bert` or `bert2d`; masked_lm_struct)
+    dict.txt          the vocabulary as a fairseq dictionary (`hf_import.vocabulary`)
+    tokenizer.json    the model's own fast tokenizer, which cuts labelled words
+    hf_tokenizer/     its transformers files (for the Hugging Face export)
+    hf_import.json    units, special tokens, architecture, what was found and left out
+
+OUT_DIR serves every encoder command of the plugin where a pretraining run serves today:
+`downstream.prepare --pretraining-data OUT_DIR`, `scripts/finetune.sh --pretrained OUT_DIR`,
+the encoder grid's `--imported NAME=OUT_DIR`, the probes and the Hugging Face export.
+"""
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+from unittest.mock import patch
+
+from fairseq_struct.corpus_io import publish_directory
+from fairseq_struct.hf_import.layouts import FairseqLayout, fairseq_layout, model_kind
+from fairseq_struct.hf_import.source import ImportFailure, load_weights, open_source
+from fairseq_struct.hf_import.vocabulary import (
+    load_tokenizer,
+    map_vocabulary,
+    word_start_convention,
+)
+from fairseq_struct.morph.units import IMPORT_REPORT
+from fairseq_struct.pieces.hf_tokenizer import TOKENIZER_FILE
+
+logger = logging.getLogger("fairseq_struct.hf_import")
+
+CHECKPOINT_FILE = "model.pt"
+HF_TOKENIZER_DIR = "hf_tokenizer"
+TOKENIZER_CONFIG = "tokenizer_config.json"
+
+
+def _tokenizer_config(directory: Path) -> Dict[str, Any]:
+    path = directory / TOKENIZER_CONFIG
+    if not path.exists():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ImportFailure(f"{path}: not valid JSON ({error})") from None
+
+
+def fairseq_arguments(data_dir: Path, layout: FairseqLayout, tokens: int) -> List[str]:
+    """fairseq-train's arguments that build the imported model as a masked-LM run."""
+    import fairseq_struct
+
+    arguments = [
+        str(data_dir),
+        "--user-dir",
+        os.path.dirname(fairseq_struct.__file__),
+        "--task",
+        "masked_lm_struct",
+        "--criterion",
+        "masked_lm_struct",
+        "--tokens-per-sample",
+        str(tokens),
+        *layout.arguments(),
+    ]
+    if layout.has_sentence_pair_head:
+        arguments += ["--sentence-objective", "nsp"]
+    return arguments
+
+
+def fairseq_checkpoint(arguments: List[str], weights: Dict[str, Any], where: Path) -> Dict:
+    """The checkpoint fairseq-train would write for these weights, after checking that they are
+    exactly the model's: every parameter present, each of its shape, and nothing else."""
+    import torch
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from omegaconf import OmegaConf
+
+    parser = options.get_training_parser()
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, arguments))
+    task = tasks.setup_task(cfg.task)
+    # Shapes only, on the meta device: no second copy of the weights. fairseq's initialisation
+    # reads the weights' data, which meta tensors lack, so it is left out here.
+    with torch.device("meta"), ExitStack() as stack:
+        for module in ("fairseq.models.roberta.model", "fairseq_struct.models.struct_roberta"):
+            stack.enter_context(patch(f"{module}.init_bert_params", lambda module: None))
+        model = task.build_model(cfg.model)
+    expected = model.state_dict()
+    weights = dict(weights)
+    for name, value in expected.items():
+        if name.endswith(".version"):
+            weights[name] = torch.ones_like(value, device="cpu")  # fairseq's format marker
+    missing = sorted(set(expected) - set(weights))
+    unexpected = sorted(set(weights) - set(expected) - {k for k in weights if "pooler" in k})
+    wrong = [
+        f"{name} {tuple(weights[name].shape)} != {tuple(expected[name].shape)}"
+        for name in sorted(set(expected) & set(weights))
+        if weights[name].shape != expected[name].shape
+    ]
+    if missing or unexpected or wrong:
+        raise ImportFailure(
+            f"{where}: the converted weights do not fit the fairseq model (missing: "
+            f"{missing[:5]}, unexpected: {unexpected[:5]}, shapes: {wrong[:5]})"
+        )
+    return {
+        "args": None,
+        "cfg": OmegaConf.to_container(cfg, resolve=True, enum_to_str=True),
+        "model": weights,
+        "criterion": None,
+        "optimizer_history": [
+            {
+                "criterion_name": "MaskedLMStructCriterion",
+                "optimizer_name": "none",
+                "lr_scheduler_state": {"best": None},
+                "num_updates": 0,
+            }
+        ],
+        "task_state": {},
+        "extra_state": {
+            "train_iterator": {"epoch": 1, "iterations_in_epoch": 0},
+            "previous_training_time": 0,
+        },
+        "last_optimizer_state": None,
+    }
+
+
+def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str, Any]:
+    """Write OUT_DIR for the Hugging Face model SOURCE_NAME; returns the import report."""
+    import torch
+
+    out_dir = Path(out_dir)
+    if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
+        raise ImportFailure(f"{out_dir}: exists and is not empty; remove it or choose another")
+    source = open_source(source_name)
+    weights = load_weights(source.directory)
+    kind = model_kind(source, set(weights))
+    tokenizer = load_tokenizer(source, kind)
+    embedding_key = next(
+        (key for key in weights if key.endswith("embeddings.word_embeddings.weight")), None
+    )
+    if embedding_key is None:
+        raise ImportFailure(f"{source.directory}: the weight embeddings.word_embeddings is missing")
+    mapping = map_vocabulary(tokenizer, weights[embedding_key].shape[0], source.directory)
+    convention = word_start_convention(mapping.symbols, kind, source.directory)
+    layout = fairseq_layout(
+        source,
+        kind,
+        weights,
+        mapping.hf_ids,
+        int(tokenizer.pad_token_id),
+        _tokenizer_config(source.directory),
+    )
+    del weights
+    tokens = min(int(source.config.get("max_position_embeddings", 512)), 512)
+    if kind != "bert2d":
+        tokens = min(tokens, layout.options["max_positions"])
+    report = {
+        "source": source_name,
+        "source_directory": str(source.directory.resolve()),
+        "model_type": source.config.get("model_type"),
+        "architectures": source.config.get("architectures"),
+        "arch": layout.arch,
+        "options": layout.options,
+        "units": "tokenizer",
+        "lang": lang,
+        "word_starts": convention,
+        "special_tokens": mapping.special_names,
+        "vocabulary": len(mapping.symbols),
+        "tokens_per_sample": tokens,
+        "sentence_pair_head": layout.has_sentence_pair_head,
+        "pooler": layout.has_pooler,
+        "notes": layout.notes,
+        "checkpoint": CHECKPOINT_FILE,
+    }
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}-"))
+    try:
+        (staging / "dict.txt").write_text("\n".join(mapping.dictionary_lines()) + "\n", "utf-8")
+        (staging / TOKENIZER_FILE).write_text(tokenizer.backend_tokenizer.to_str(), "utf-8")
+        tokenizer.save_pretrained(str(staging / HF_TOKENIZER_DIR))
+        checkpoint = fairseq_checkpoint(
+            fairseq_arguments(staging, layout, tokens), layout.weights, source.directory
+        )
+        report["parameters"] = sum(
+            value.numel()
+            for key, value in checkpoint["model"].items()
+            if "lm_head.weight" not in key
+        )
+        torch.save(checkpoint, staging / CHECKPOINT_FILE)
+        (staging / IMPORT_REPORT).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
+        publish_directory(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("source", help="a Hugging Face model directory, or a hub id")
+    parser.add_argument("out_dir", type=Path, help="the directory to write (new or empty)")
+    parser.add_argument("--lang", default="tr", help="the language of the model's text (tr)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    try:
+        report = import_model(args.source, args.out_dir, args.lang)
+    except ImportFailure as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps({k: v for k, v in report.items() if k != "special_tokens"}, indent=2))
+    print(f"imported into {args.out_dir} ({args.out_dir / CHECKPOINT_FILE})")
+    return 0

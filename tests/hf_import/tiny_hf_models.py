@@ -1,0 +1,213 @@
+"""Tiny random Hugging Face models of every class the importer takes, saved with transformers'
+own `save_pretrained` (the BERT2D layout by hand: the authors' code is not in transformers),
+with vocabularies trained here on real Turkish text: a cased and an uncased WordPiece
+vocabulary (the `tokenizers` library, as BERTurk's) and a SentencePiece one (XLM-R's kind).
+
+The weights are drawn far from BERT's initialisation (layer norms and biases too), so that a
+weight put in the wrong place, a wrong epsilon or a wrong position offset shows in the outputs.
+"""
+
+import io
+import json
+from pathlib import Path
+from typing import Dict, List
+
+import torch
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+DIMENSIONS = dict(
+    hidden_size=32,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    intermediate_size=64,
+    hidden_dropout_prob=0.0,
+    attention_probs_dropout_prob=0.0,
+)
+
+
+def wordpiece_tokenizer(lines: List[str], out: Path, lowercase: bool, vocab_size: int = 700):
+    """A BERT tokenizer (transformers') over a WordPiece vocabulary trained on `lines`."""
+    from tokenizers import BertWordPieceTokenizer
+    from transformers import BertTokenizer
+
+    trainer = BertWordPieceTokenizer(
+        lowercase=lowercase, strip_accents=None if lowercase else False
+    )
+    trainer.train_from_iterator(lines, vocab_size=vocab_size, special_tokens=SPECIALS)
+    out.mkdir(parents=True, exist_ok=True)
+    trainer.save_model(str(out))
+    tokenizer = BertTokenizer(vocab=str(out / "vocab.txt"), do_lower_case=lowercase)
+    tokenizer.save_pretrained(str(out))
+    return tokenizer
+
+
+def sentencepiece_tokenizer(lines: List[str], out: Path, vocab_size: int = 500):
+    """An XLM-R tokenizer over a SentencePiece unigram model trained on `lines` (XLM-R's ids:
+    <s> <pad> </s> <unk>, the pieces, <mask> last)."""
+    import sentencepiece
+    from transformers import XLMRobertaTokenizer
+
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        bos_id=-1,
+        eos_id=-1,
+        unk_id=0,
+        minloglevel=2,
+    )
+    processor = sentencepiece.SentencePieceProcessor(model_proto=model.getvalue())
+    pieces = [
+        (processor.id_to_piece(i), processor.get_score(i))
+        for i in range(processor.get_piece_size())
+        if processor.id_to_piece(i) != "<unk>"
+    ]
+    vocab = [(token, 0.0) for token in ("<s>", "<pad>", "</s>", "<unk>")] + pieces
+    tokenizer = XLMRobertaTokenizer(vocab=vocab + [("<mask>", 0.0)])
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(str(out))
+    return tokenizer
+
+
+def scramble(model: torch.nn.Module, seed: int) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            scale = 0.3 if "LayerNorm" in name or "layer_norm" in name else 0.08
+            noise = torch.randn(parameter.shape, generator=generator) * scale
+            parameter.copy_((1.0 if name.endswith("LayerNorm.weight") else 0.0) + noise)
+
+
+def save_bert(out: Path, tokenizer, model_class: str, seed: int = 0, **config) -> None:
+    import transformers
+
+    bert_config = transformers.BertConfig(
+        vocab_size=len(tokenizer.get_vocab()),
+        max_position_embeddings=64,
+        pad_token_id=tokenizer.pad_token_id,
+        **{**DIMENSIONS, **config},
+    )
+    model = getattr(transformers, model_class)(bert_config)
+    scramble(model, seed)
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+
+
+def save_xlmr(out: Path, tokenizer, seed: int = 0) -> None:
+    from transformers import XLMRobertaConfig, XLMRobertaForMaskedLM
+
+    config = XLMRobertaConfig(
+        vocab_size=len(tokenizer.get_vocab()),
+        max_position_embeddings=66,
+        type_vocab_size=1,
+        layer_norm_eps=1e-5,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        **DIMENSIONS,
+    )
+    model = XLMRobertaForMaskedLM(config)
+    scramble(model, seed)
+    model.save_pretrained(str(out))
+    tokenizer.save_pretrained(str(out))
+
+
+def save_bert2d(out: Path, tokenizer, subword_rows: int, seed: int = 0, words: int = 48) -> None:
+    """The published BERT2D layout: a BertForPreTraining's weights under `bert2d.`, its 1D table
+    replaced by `whole_word_embeddings` and `subword_embeddings` (M + 2 rows)."""
+    from safetensors.torch import save_file
+    from transformers import BertConfig, BertForPreTraining
+
+    config = BertConfig(
+        vocab_size=len(tokenizer.get_vocab()),
+        max_position_embeddings=64,
+        pad_token_id=tokenizer.pad_token_id,
+        **DIMENSIONS,
+    )
+    model = BertForPreTraining(config)
+    scramble(model, seed)
+    generator = torch.Generator().manual_seed(seed + 1)
+    weights: Dict[str, torch.Tensor] = {}
+    for key, value in model.state_dict().items():
+        if key.endswith(("position_embeddings.weight", "position_ids")):
+            continue
+        if key == "cls.predictions.decoder.weight":
+            continue  # tied to the word embeddings
+        weights[key.replace("bert.", "bert2d.", 1)] = value.contiguous()
+    weights["bert2d.embeddings.whole_word_embeddings.weight"] = (
+        torch.randn(words, config.hidden_size, generator=generator) * 0.08
+    )
+    weights["bert2d.embeddings.subword_embeddings.weight"] = (
+        torch.randn(subword_rows, config.hidden_size, generator=generator) * 0.08
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(weights, str(out / "model.safetensors"), metadata={"format": "pt"})
+    bert2d_config = {
+        **config.to_dict(),
+        "model_type": "bert2d",
+        "architectures": ["Bert2DForPreTraining"],
+        "max_word_position_embeddings": words,
+        "max_intermediate_subword_position_embeddings": subword_rows - 2,
+    }
+    bert2d_config.pop("max_position_embeddings", None)
+    (out / "config.json").write_text(json.dumps(bert2d_config, indent=2), encoding="utf-8")
+    tokenizer.save_pretrained(str(out))
+    tokenizer_config = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
+    tokenizer_config.update(
+        max_intermediate_subword_positions_per_word=subword_rows - 2,
+        subword_embedding_order="ending_first",
+        intermediate_subword_distribution_strategy="uniform",
+    )
+    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), encoding="utf-8")
+
+
+def bert2d_reference_ids(tokens: List[str], max_intermediate: int) -> List[List[int]]:
+    """The published BERT2D's word and subword ids of one sequence of WordPiece tokens, written
+    from their definition (not from the plugin's code): a word starts at every token without
+    `##`; [CLS] is word 0; with two [SEP], the words after the first restart at 0; [PAD] 0.
+    Subword ids: specials 0; one piece 0; else first 0, last 1, middle j of n: 2 + j when
+    n <= M, else 2 + round_half_up(j * (M - 1) / n)."""
+    specials = ("[CLS]", "[SEP]", "[PAD]")
+    restart = tokens.count("[SEP]") >= 2
+    word_ids, current, restarted = [], -1, False
+    for token in tokens:
+        if token == "[PAD]":
+            word_ids.append(0)
+        elif token == "[SEP]" and restart and not restarted:
+            current += 1
+            word_ids.append(current)
+            current, restarted = -1, True
+        elif not token.startswith("##") or current < 0:
+            current += 1
+            word_ids.append(current)
+        else:
+            word_ids.append(current)
+    subword_ids: List[int] = []
+    word: List[str] = []
+
+    def close() -> None:
+        n = len(word) - 2
+        if len(word) == 1:
+            subword_ids.append(0)
+        elif word:
+            middle = [
+                2 + j if n <= max_intermediate else 2 + int(j * (max_intermediate - 1) / n + 0.5)
+                for j in range(n)
+            ]
+            subword_ids.extend([0] + middle + [1])
+        word.clear()
+
+    for token in tokens:
+        if token in specials:
+            close()
+            subword_ids.append(0)
+        elif not token.startswith("##"):
+            close()
+            word.append(token)
+        else:
+            word.append(token)
+    close()
+    return [word_ids, subword_ids]
