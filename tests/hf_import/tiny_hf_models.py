@@ -136,7 +136,7 @@ def save_bert2d(out: Path, tokenizer, subword_rows: int, seed: int = 0, words: i
             continue
         if key == "cls.predictions.decoder.weight":
             continue  # tied to the word embeddings
-        weights[key.replace("bert.", "bert2d.", 1)] = value.contiguous()
+        weights[key.replace("bert.", "bert2d.", 1)] = value.clone()
     weights["bert2d.embeddings.whole_word_embeddings.weight"] = (
         torch.randn(words, config.hidden_size, generator=generator) * 0.08
     )

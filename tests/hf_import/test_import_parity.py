@@ -1,0 +1,215 @@
+"""An imported model computes what transformers computes with the original: last hidden states
+and masked-LM logits within 1e-5 (fp32) on real Turkish sentences, padded, single and paired,
+for every class the importer takes. BERT2D's reference is stock `BertModel` with its position
+table zeroed and the word + 2D position embeddings passed as `inputs_embeds` (the published
+definition), the ids from `bert2d_reference_ids`.
+
+The vocabularies are trained on the Turkish text of ../shared/data (real words, with İ/ı,
+accents and punctuation); without it these tests skip, saying so.
+"""
+
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+import torch
+from conftest import SHARED_DATA, built_once
+from tiny_hf_models import (
+    bert2d_reference_ids,
+    save_bert,
+    save_bert2d,
+    save_xlmr,
+    sentencepiece_tokenizer,
+    wordpiece_tokenizer,
+)
+
+TURKISH_TEXT = SHARED_DATA / "tr-raw" / "tr_wikiner_train_sentences.txt"
+pytestmark = pytest.mark.skipif(
+    not TURKISH_TEXT.exists(), reason=f"needs real Turkish text: {TURKISH_TEXT} is absent"
+)
+BERT2D_M = (1, 2, 3, 10)
+TOLERANCE = 1e-5
+
+
+def turkish_lines(count: int = 4000) -> List[str]:
+    return TURKISH_TEXT.read_text(encoding="utf-8").splitlines()[:count]
+
+
+def _build_models(root: Path) -> None:
+    from fairseq_struct.hf_import.cli import import_model
+
+    lines = turkish_lines()
+    cased = wordpiece_tokenizer(lines, root / "vocab-cased", lowercase=False)
+    uncased = wordpiece_tokenizer(lines, root / "vocab-uncased", lowercase=True)
+    pieces = sentencepiece_tokenizer(lines, root / "vocab-sentencepiece")
+    save_bert(root / "hf" / "bert-pretraining", cased, "BertForPreTraining", seed=1)
+    save_bert(root / "hf" / "bert-masked-lm", uncased, "BertForMaskedLM", seed=2)
+    save_bert(root / "hf" / "bert-model", cased, "BertModel", seed=3, layer_norm_eps=1e-7)
+    save_xlmr(root / "hf" / "xlmr", pieces, seed=4)
+    for m in BERT2D_M:
+        save_bert2d(root / "hf" / f"bert2d-m{m}", cased, subword_rows=m + 2, seed=10 + m)
+    for model in sorted((root / "hf").iterdir()):
+        import_model(str(model), root / "imported" / model.name)
+
+
+@pytest.fixture(scope="session")
+def tiny_hf_models(tmp_path_factory) -> Path:
+    """Tiny random models of every supported class and their imports (shared by the tests of
+    the importer, the downstream pipeline and the export)."""
+    return built_once(tmp_path_factory, "tiny-hf-models", _build_models)
+
+
+def load_imported(directory: Path):
+    from fairseq import checkpoint_utils
+
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(directory / "model.pt")], arg_overrides={"data": str(directory)}
+    )
+    return models[0].eval(), task.source_dictionary
+
+
+def fairseq_ids(tokenizer, dictionary, input_ids: torch.Tensor) -> torch.Tensor:
+    """The imported dictionary's ids of the tokenizer's ids (specials under fairseq's names)."""
+    from fairseq_struct.pieces.hf_tokenizer import special_token_names
+
+    names = special_token_names(tokenizer)
+    tokens = tokenizer.convert_ids_to_tokens(input_ids.flatten().tolist())
+    return torch.tensor([dictionary.index(names.get(t, t)) for t in tokens]).view_as(input_ids)
+
+
+def hf_order(tokenizer, dictionary) -> torch.Tensor:
+    """hf_order[i]: the tokenizer's id of the dictionary's symbol i."""
+    from fairseq_struct.pieces.hf_tokenizer import special_token_names
+
+    fairseq_to_hf = {name: token for token, name in special_token_names(tokenizer).items()}
+    vocab = tokenizer.get_vocab()
+    return torch.tensor([vocab[fairseq_to_hf.get(s, s)] for s in dictionary.symbols])
+
+
+def batches(tokenizer, lines: List[str]) -> Dict[str, dict]:
+    """Padded batches of single sentences and of sentence pairs (lengths differ within each)."""
+    lines = [" ".join(line.split()[: 2 + i]) for i, line in enumerate(lines)]
+    options = dict(padding=True, truncation=True, max_length=60, return_tensors="pt")
+    return {
+        "single": tokenizer(lines[:6], **options),
+        "pairs": tokenizer(lines[:4], lines[6:10], **options),
+    }
+
+
+def fairseq_outputs(model, dictionary, tokenizer, batch):
+    tokens = fairseq_ids(tokenizer, dictionary, batch["input_ids"])
+    with torch.no_grad():
+        features, _ = model(tokens, features_only=True)
+        logits, _ = model(tokens)
+    in_hf_order = torch.empty_like(logits)
+    in_hf_order[..., hf_order(tokenizer, dictionary)] = logits
+    return features, in_hf_order
+
+
+def assert_close(ours, reference, mask, what):
+    difference = (ours - reference)[mask].abs().max().item()
+    assert difference <= TOLERANCE, f"{what}: max |difference| {difference:.3g} > {TOLERANCE}"
+
+
+@pytest.mark.parametrize(
+    "name, model_class",
+    [
+        ("bert-pretraining", "BertForPreTraining"),
+        ("bert-masked-lm", "BertForMaskedLM"),
+        ("bert-model", "BertModel"),
+        ("xlmr", "XLMRobertaForMaskedLM"),
+    ],
+)
+def test_imported_bert_and_xlmr_match_transformers(tiny_hf_models, name, model_class):
+    import transformers
+
+    source = tiny_hf_models / "hf" / name
+    reference = getattr(transformers, model_class).from_pretrained(str(source)).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
+    model, dictionary = load_imported(tiny_hf_models / "imported" / name)
+    for kind, batch in batches(tokenizer, turkish_lines()[100:114]).items():
+        mask = batch["attention_mask"].bool()
+        assert not mask.all(), "the batch must have padding"
+        with torch.no_grad():
+            out = reference(**batch, output_hidden_states=True)
+        features, logits = fairseq_outputs(model, dictionary, tokenizer, batch)
+        assert_close(features, out.hidden_states[-1], mask, f"{name} {kind} hidden states")
+        reference_logits = getattr(out, "prediction_logits", getattr(out, "logits", None))
+        if reference_logits is not None:
+            assert_close(logits, reference_logits, mask, f"{name} {kind} MLM logits")
+
+
+def bert2d_reference(source: Path):
+    """Stock BertForPreTraining holding the BERT2D weights, its 1D position table zeroed."""
+    from safetensors.torch import load_file
+    from transformers import BertConfig, BertForPreTraining
+
+    weights = load_file(str(source / "model.safetensors"))
+    config = BertConfig.from_pretrained(str(source))
+    config.max_position_embeddings = 64
+    model = BertForPreTraining(config).eval()
+    state = {k.replace("bert2d.", "bert.", 1): v for k, v in weights.items()}
+    tables = {
+        name: state.pop(f"bert.embeddings.{name}.weight")
+        for name in ("whole_word_embeddings", "subword_embeddings")
+    }
+    state["bert.embeddings.position_embeddings.weight"] = torch.zeros(64, config.hidden_size)
+    model.load_state_dict(state, strict=False)
+    model.tie_weights()
+    return model, tables
+
+
+def long_word_lines(tokenizer, lines: List[str]) -> List[str]:
+    """Lines whose words, together, have every length from 1 to 12 pieces."""
+    chosen, lengths = [], set()
+    for line in lines:
+        found = {len(tokenizer.tokenize(word)) for word in line.split()} & set(range(1, 13))
+        if found - lengths:
+            chosen.append(line)
+            lengths |= found
+        if lengths == set(range(1, 13)):
+            break
+    assert lengths == set(range(1, 13)), f"the text lacks words of {set(range(1, 13)) - lengths}"
+    return chosen
+
+
+@pytest.mark.parametrize("m", BERT2D_M)
+def test_imported_bert2d_matches_the_published_definition(tiny_hf_models, m):
+    from transformers import BertTokenizer
+
+    source = tiny_hf_models / "hf" / f"bert2d-m{m}"
+    reference, tables = bert2d_reference(source)
+    tokenizer = BertTokenizer.from_pretrained(str(source))
+    model, dictionary = load_imported(tiny_hf_models / "imported" / f"bert2d-m{m}")
+    lines = long_word_lines(tokenizer, turkish_lines())
+    short = [" ".join(line.split()[:12]) for line in lines]
+    options = dict(padding=True, truncation=True, max_length=60, return_tensors="pt")
+    for kind, batch in {
+        "single": tokenizer(short, **options),
+        "pairs": tokenizer(short[: len(short) // 2], short[len(short) // 2 :], **options),
+    }.items():
+        ids = [
+            bert2d_reference_ids(tokenizer.convert_ids_to_tokens(row.tolist()), m)
+            for row in batch["input_ids"]
+        ]
+        word_ids = torch.tensor([row[0] for row in ids])
+        subword_ids = torch.tensor([row[1] for row in ids])
+        embeds = (
+            reference.bert.embeddings.word_embeddings(batch["input_ids"])
+            + tables["whole_word_embeddings"][word_ids]
+            + tables["subword_embeddings"][subword_ids]
+        )
+        with torch.no_grad():
+            out = reference(
+                inputs_embeds=embeds,
+                token_type_ids=batch["token_type_ids"],
+                attention_mask=batch["attention_mask"],
+                output_hidden_states=True,
+            )
+        mask = batch["attention_mask"].bool()
+        features, logits = fairseq_outputs(model, dictionary, tokenizer, batch)
+        assert_close(features, out.hidden_states[-1], mask, f"M={m} {kind} hidden states")
+        assert_close(logits, out.prediction_logits, mask, f"M={m} {kind} MLM logits")
+        if m == 1 and kind == "pairs":  # the ids were not all alike: restart and subword ids
+            assert int(subword_ids.max()) == m + 1
+            assert bool((word_ids[:, 1:] == 0).any())
