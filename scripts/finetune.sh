@@ -14,7 +14,8 @@ usage: $(basename "$0") --data DIR --pretrained CHECKPOINT --save-dir DIR [optio
 
   --data DIR            output of python -m fairseq_struct.downstream.prepare (its task is read
                         from DIR/finetune.json: sentiment, ner, pos or qa)
-  --pretrained FILE     a pretraining checkpoint (roberta, bert2d or bert_elmo of the project)
+  --pretrained PATH     a pretraining checkpoint (roberta, bert2d or bert_elmo of the project),
+                        or the directory of an imported model (python -m fairseq_struct.hf_import)
   --save-dir DIR        where fine-tuned checkpoints go (checkpoint_best.pt: best validation
                         F1 for ner, sentiment and qa; accuracy for pos)
 options:
@@ -84,6 +85,7 @@ batch="${batch:-$d_batch}"; epochs="${epochs:-$d_epochs}"; lr="${lr:-$d_lr}"
 updates=$(( (items + batch - 1) / batch * epochs ))
 warmup=$(( updates * 6 / 100 ))
 
+if [[ -d "$pretrained" ]]; then pretrained="$pretrained/model.pt"; fi  # an imported model
 read -r -a encoder < <("$python" -m fairseq_struct.downstream.encoder_options "$pretrained")
 case "$task" in
     sentiment)

@@ -559,6 +559,18 @@ def pretrained_bert2d(pieces_bpe, tmp_path_factory) -> Path:
     return built_once(tmp_path_factory, "pretrained-bert2d", train) / "checkpoint_last.pt"
 
 
+@pytest.fixture(scope="session")
+def tiny_hf_models(tmp_path_factory) -> Path:
+    """Tiny random Hugging Face models of every class the importer takes (vocabularies trained
+    on ../shared/data's Turkish text) and their imports: hf/NAME and imported/NAME."""
+    sys.path.insert(0, str(REPO_ROOT / "tests" / "hf_import"))
+    from tiny_hf_models import TURKISH_TEXT, build_tiny_models
+
+    if not TURKISH_TEXT.exists():
+        pytest.skip(f"needs real Turkish text: {TURKISH_TEXT} is absent")
+    return built_once(tmp_path_factory, "tiny-hf-models", build_tiny_models)
+
+
 # ------------------------------------------------------------------------- the demos' runs
 # The README's demos, shrunk to a size the suite affords, run once per session (whichever
 # worker asks first) and shared: their own tests check every stage, and the tests that need a

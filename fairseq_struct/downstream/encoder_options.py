@@ -14,6 +14,7 @@ same architecture trained from scratch.
 import argparse
 import shlex
 import sys
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 # Options of the encoder (dimensions, structure, regularisation) that fine-tuning must repeat.
@@ -37,6 +38,9 @@ ENCODER_OPTIONS = (
     "relative_positions",
     "whole_word_attention",
     "wwa_window",
+    "restart_word_positions",
+    "layer_norm_eps",
+    "sentence_head_from_pooler",
     "char_embed_dim",
     "char_filters",
     "max_word_chars",
@@ -71,14 +75,24 @@ def encoder_arguments(config: Dict[str, Any]) -> List[str]:
     return arguments
 
 
+def pretrained_checkpoint(path: str) -> str:
+    """The checkpoint of `path`: itself, or the model.pt of an imported model's directory."""
+    return str(Path(path) / "model.pt") if Path(path).is_dir() else path
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkpoint", help="a pretraining checkpoint of the project")
+    parser.add_argument(
+        "checkpoint",
+        help="a pretraining checkpoint of the project, or a directory of an imported model",
+    )
     args = parser.parse_args(argv)
     from fairseq_struct.fixes.checkpoint_safety import load_checkpoint
 
     try:
-        arguments = encoder_arguments(model_config(load_checkpoint(args.checkpoint)))
+        arguments = encoder_arguments(
+            model_config(load_checkpoint(pretrained_checkpoint(args.checkpoint)))
+        )
     except (OSError, ValueError) as error:
         print(f"error: {args.checkpoint}: {error}", file=sys.stderr)
         return 1

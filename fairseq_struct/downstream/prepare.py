@@ -57,6 +57,7 @@ logger = logging.getLogger("fairseq_struct.downstream.prepare")
 TASKS = ("sentiment", "ner", "pos", "qa")
 SPLITS = ("train", "valid", "test")
 REPORT_FILE = "finetune.json"
+DEFAULT_MAX_POSITIONS = 512
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -82,8 +83,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         "--max-positions",
         type=int,
-        default=512,
-        help="tokens the encoder takes (its --max-positions); longer inputs are cut or windowed",
+        help="tokens the encoder takes (its --max-positions); longer inputs are cut or windowed "
+        "(default: an imported model's, else 512)",
     )
     parser.add_argument(
         "--labels",
@@ -338,6 +339,8 @@ WRITERS = {
 
 def prepare(args: argparse.Namespace) -> Dict[str, object]:
     units = PretrainingUnits.from_data_dir(args.pretraining_data)
+    if args.max_positions is None:
+        args.max_positions = units.max_tokens or DEFAULT_MAX_POSITIONS
     cutter = UnitCutter(units, args.workers)
     dictionary: Dictionary = units.load_dictionary()
     data: Dict[str, list] = {}

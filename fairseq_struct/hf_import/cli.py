@@ -162,9 +162,11 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
         _tokenizer_config(source.directory),
     )
     del weights
-    tokens = min(int(source.config.get("max_position_embeddings", 512)), 512)
-    if kind != "bert2d":
-        tokens = min(tokens, layout.options["max_positions"])
+    # Tokens per sequence: at most BERT's 512, and no more than the position table has rows
+    # (BERT2D: a sequence has no more words than tokens), so --max-positions can be both.
+    tokens = min(
+        int(source.config.get("max_position_embeddings", 512)), 512, layout.options["max_positions"]
+    )
     report = {
         "source": source_name,
         "source_directory": str(source.directory.resolve()),

@@ -30,7 +30,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple, Union
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from fairseq.data import Dictionary
 
@@ -59,6 +59,8 @@ class PretrainingUnits:
     lang: str
     # tokenizer units: {the tokenizer's special token: its fairseq name}
     special_names: Dict[str, str] = field(default_factory=dict, compare=False)
+    # the most tokens the encoder takes, where the directory says (an imported model)
+    max_tokens: Optional[int] = None
 
     @classmethod
     def from_data_dir(cls, data_dir: PathLike) -> "PretrainingUnits":
@@ -81,6 +83,7 @@ class PretrainingUnits:
             report.get("mode", "bpe"),
             report.get("lang", "tr"),
             report.get("special_tokens", {}),
+            report.get("tokens_per_sample"),
         )
         for needed in units.needed_files():
             if not needed.exists():
@@ -147,8 +150,8 @@ class UnitCutter:
             return [[self._moses_tokens(word) for word in sentence] for sentence in sentences]
         if self._tokenizer is not None:
             return [
-                [units for units, _ in self._tokenizer.cut_words(sentence)]
-                for sentence in sentences
+                [units for units, _ in sentence]
+                for sentence in self._tokenizer.cut_sentences(sentences)
             ]
         if self.units.mode == "morph":
             sentences = self._segment(sentences)
@@ -160,7 +163,7 @@ class UnitCutter:
         if not words:
             return [], []
         if self._tokenizer is not None:  # spans from the tokenizer (it may lowercase, strip)
-            cut = self._tokenizer.cut_words([word for word, _ in words])
+            (cut,) = self._tokenizer.cut_sentences([[word for word, _ in words]], with_spans=True)
             return [units for units, _ in cut], [
                 (start + a, start + b)
                 for (_, start), (_, word_spans) in zip(words, cut)

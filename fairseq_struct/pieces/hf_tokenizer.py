@@ -41,21 +41,33 @@ class TokenizerUnits:
         self.tokenizer = Tokenizer.from_file(str(self.path))
         self.tokenizer.no_truncation()
         self.tokenizer.no_padding()
-        self.special_names = dict(special_names)
+        by_id = sorted(self.tokenizer.get_vocab(with_added_tokens=True).items(), key=lambda x: x[1])
+        self.vocabulary = [special_names.get(token, token) for token, _ in by_id]
 
-    def cut_words(self, words: Sequence[str]) -> List[Tuple[List[str], List[Tuple[int, int]]]]:
-        """The tokens of each word and their character spans in it."""
-        if not words:
-            return []
+    def cut_sentences(
+        self, sentences: Sequence[Sequence[str]], with_spans: bool = False
+    ) -> List[List[Tuple[List[str], List[Tuple[int, int]]]]]:
+        """The tokens of each word of each sentence and (`with_spans`) their character spans in
+        the word. The words of a sentence are tokenized as pre-split words, each alone."""
+        encodings = self.tokenizer.encode_batch(
+            [list(sentence) for sentence in sentences],
+            is_pretokenized=True,
+            add_special_tokens=False,
+        )
         result = []
-        for word, encoding in zip(
-            words, self.tokenizer.encode_batch(list(words), add_special_tokens=False)
-        ):
-            tokens = [self.special_names.get(token, token) for token in encoding.tokens]
-            if not tokens:
-                result.append(([UNKNOWN], [(0, len(word))]))
-            else:
-                result.append((tokens, [tuple(offset) for offset in encoding.offsets]))
+        for sentence, encoding in zip(sentences, encodings):
+            tokens: List[List[str]] = [[] for _ in sentence]
+            spans: List[List[Tuple[int, int]]] = [[] for _ in sentence]
+            offsets = encoding.offsets if with_spans else None
+            # From the ids: a unigram model's `tokens` keep an unknown piece's own text.
+            for position, (index, word) in enumerate(zip(encoding.ids, encoding.word_ids)):
+                tokens[word].append(self.vocabulary[index])
+                if offsets is not None:
+                    spans[word].append(tuple(offsets[position]))
+            for word, text in enumerate(sentence):
+                if not tokens[word]:
+                    tokens[word], spans[word] = [UNKNOWN], [(0, len(text))]
+            result.append(list(zip(tokens, spans)))
         return result
 
 

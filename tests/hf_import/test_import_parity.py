@@ -13,50 +13,12 @@ from typing import Dict, List
 
 import pytest
 import torch
-from conftest import SHARED_DATA, built_once
-from tiny_hf_models import (
-    bert2d_reference_ids,
-    save_bert,
-    save_bert2d,
-    save_xlmr,
-    sentencepiece_tokenizer,
-    wordpiece_tokenizer,
-)
+from tiny_hf_models import BERT2D_M, TURKISH_TEXT, bert2d_reference_ids, turkish_lines
 
-TURKISH_TEXT = SHARED_DATA / "tr-raw" / "tr_wikiner_train_sentences.txt"
 pytestmark = pytest.mark.skipif(
     not TURKISH_TEXT.exists(), reason=f"needs real Turkish text: {TURKISH_TEXT} is absent"
 )
-BERT2D_M = (1, 2, 3, 10)
 TOLERANCE = 1e-5
-
-
-def turkish_lines(count: int = 4000) -> List[str]:
-    return TURKISH_TEXT.read_text(encoding="utf-8").splitlines()[:count]
-
-
-def _build_models(root: Path) -> None:
-    from fairseq_struct.hf_import.cli import import_model
-
-    lines = turkish_lines()
-    cased = wordpiece_tokenizer(lines, root / "vocab-cased", lowercase=False)
-    uncased = wordpiece_tokenizer(lines, root / "vocab-uncased", lowercase=True)
-    pieces = sentencepiece_tokenizer(lines, root / "vocab-sentencepiece")
-    save_bert(root / "hf" / "bert-pretraining", cased, "BertForPreTraining", seed=1)
-    save_bert(root / "hf" / "bert-masked-lm", uncased, "BertForMaskedLM", seed=2)
-    save_bert(root / "hf" / "bert-model", cased, "BertModel", seed=3, layer_norm_eps=1e-7)
-    save_xlmr(root / "hf" / "xlmr", pieces, seed=4)
-    for m in BERT2D_M:
-        save_bert2d(root / "hf" / f"bert2d-m{m}", cased, subword_rows=m + 2, seed=10 + m)
-    for model in sorted((root / "hf").iterdir()):
-        import_model(str(model), root / "imported" / model.name)
-
-
-@pytest.fixture(scope="session")
-def tiny_hf_models(tmp_path_factory) -> Path:
-    """Tiny random models of every supported class and their imports (shared by the tests of
-    the importer, the downstream pipeline and the export)."""
-    return built_once(tmp_path_factory, "tiny-hf-models", _build_models)
 
 
 def load_imported(directory: Path):

@@ -14,6 +14,16 @@ from typing import Dict, List
 
 import torch
 
+# Real Turkish text (../shared/data); the tests that read it skip, saying so, where it is absent.
+TURKISH_TEXT = (
+    Path(__file__).resolve().parents[2].parent
+    / "shared"
+    / "data"
+    / "tr-raw"
+    / ("tr_wikiner_train_sentences.txt")
+)
+BERT2D_M = (1, 2, 3, 10)
+
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 DIMENSIONS = dict(
     hidden_size=32,
@@ -211,3 +221,26 @@ def bert2d_reference_ids(tokens: List[str], max_intermediate: int) -> List[List[
             word.append(token)
     close()
     return [word_ids, subword_ids]
+
+
+def turkish_lines(count: int = 4000) -> List[str]:
+    return TURKISH_TEXT.read_text(encoding="utf-8").splitlines()[:count]
+
+
+def build_tiny_models(root: Path) -> None:
+    """root/hf/NAME: a tiny random model of every supported class; root/imported/NAME: its
+    import."""
+    from fairseq_struct.hf_import.cli import import_model
+
+    lines = turkish_lines()
+    cased = wordpiece_tokenizer(lines, root / "vocab-cased", lowercase=False)
+    uncased = wordpiece_tokenizer(lines, root / "vocab-uncased", lowercase=True)
+    pieces = sentencepiece_tokenizer(lines, root / "vocab-sentencepiece")
+    save_bert(root / "hf" / "bert-pretraining", cased, "BertForPreTraining", seed=1)
+    save_bert(root / "hf" / "bert-masked-lm", uncased, "BertForMaskedLM", seed=2)
+    save_bert(root / "hf" / "bert-model", cased, "BertModel", seed=3, layer_norm_eps=1e-7)
+    save_xlmr(root / "hf" / "xlmr", pieces, seed=4)
+    for m in BERT2D_M:
+        save_bert2d(root / "hf" / f"bert2d-m{m}", cased, subword_rows=m + 2, seed=10 + m)
+    for model in sorted((root / "hf").iterdir()):
+        import_model(str(model), root / "imported" / model.name)
