@@ -33,13 +33,14 @@ from unittest.mock import patch
 from fairseq_struct.corpus_io import publish_directory
 from fairseq_struct.hf_import.layouts import FairseqLayout, fairseq_layout, model_kind
 from fairseq_struct.hf_import.source import ImportFailure, load_weights, open_source
-from fairseq_struct.hf_import.vocabulary import (
-    load_tokenizer,
-    map_vocabulary,
-    word_start_convention,
-)
+from fairseq_struct.hf_import.vocabulary import load_tokenizer, word_start_convention
 from fairseq_struct.morph.units import IMPORT_REPORT
-from fairseq_struct.pieces.hf_tokenizer import TOKENIZER_FILE
+from fairseq_struct.pieces.hf_tokenizer import (
+    TOKENIZER_FILE,
+    VocabularyError,
+    map_vocabulary,
+    special_tokens,
+)
 
 logger = logging.getLogger("fairseq_struct.hf_import")
 
@@ -151,7 +152,12 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
     )
     if embedding_key is None:
         raise ImportFailure(f"{source.directory}: the weight embeddings.word_embeddings is missing")
-    mapping = map_vocabulary(tokenizer, weights[embedding_key].shape[0], source.directory)
+    mapping = map_vocabulary(
+        tokenizer.get_vocab(),
+        special_tokens(tokenizer),
+        weights[embedding_key].shape[0],
+        source.directory,
+    )
     convention = word_start_convention(mapping.symbols, kind, source.directory)
     layout = fairseq_layout(
         source,
@@ -219,7 +225,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     try:
         report = import_model(args.source, args.out_dir, args.lang)
-    except ImportFailure as error:
+    except (ImportFailure, VocabularyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     print(json.dumps({k: v for k, v in report.items() if k != "special_tokens"}, indent=2))

@@ -3,9 +3,11 @@ BERT2D) or SentencePiece (XLM-R), exactly as the model's own fast tokenizer cuts
 
 A directory of such units (an imported model, or a pretraining run prepared with
 `--units wordpiece`) holds `tokenizer.json` (the `tokenizers` library's file, which
-transformers' fast tokenizers run) and, in its report, the special tokens' fairseq names:
-fairseq's dictionaries keep `<s> <pad> </s> <unk>` first, so BERT's `[CLS] [PAD] [SEP] [UNK]`
-are renamed to them (and `[MASK]` to `<mask>`), in the dictionary and in every cut.
+transformers' fast tokenizers run) and, in its report, the special tokens' fairseq names.
+fairseq's `Dictionary` always begins with `<s> <pad> </s> <unk>` (ids 0-3), its file lists only
+the symbols after them, and fairseq's tasks find the mask as `<mask>`: so the tokenizer's CLS,
+PAD, SEP and UNK take ids 0-3 under those names, its mask token is `<mask>`, in the dictionary
+and in every cut, and every other token follows in the tokenizer's order (`map_vocabulary`).
 
 Each word is tokenized alone, without special tokens: BERT's pre-tokenizer splits at
 whitespace and punctuation, XLM-R's at whitespace, and their normalisers work character by
@@ -14,6 +16,8 @@ tokenizers on real text by tests/pieces/test_hf_tokenizer.py). A word the tokeni
 piece for (only characters its cleaning removes) becomes one unknown token.
 """
 
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Mapping, Sequence, Tuple, Union
 
@@ -29,6 +33,22 @@ FAIRSEQ_SPECIALS = {
     "mask_token": "<mask>",
 }
 UNKNOWN = FAIRSEQ_SPECIALS["unk_token"]
+FAIRSEQ_FIRST = ("cls_token", "pad_token", "sep_token", "unk_token")
+
+
+class VocabularyError(ValueError):
+    """A vocabulary that no fairseq dictionary can hold as it is."""
+
+
+@dataclass
+class VocabularyMapping:
+    symbols: List[str]  # fairseq's order: <s> <pad> </s> <unk>, then the dictionary file's
+    hf_ids: List[int]  # the tokenizer's id of each symbol: embedding rows are permuted by it
+    special_names: Dict[str, str]  # the tokenizer's special token -> its fairseq name
+
+    def dictionary_lines(self) -> List[str]:
+        """dict.txt: every symbol after fairseq's four, with a count fairseq ignores here."""
+        return [f"{symbol} 1" for symbol in self.symbols[len(FAIRSEQ_FIRST) :]]
 
 
 class TokenizerUnits:
@@ -71,11 +91,50 @@ class TokenizerUnits:
         return result
 
 
-def special_token_names(tokenizer: object) -> Dict[str, str]:
-    """{the tokenizer's special token: fairseq's name} for a transformers tokenizer."""
-    names = {}
-    for attribute, fairseq_name in FAIRSEQ_SPECIALS.items():
-        token = getattr(tokenizer, attribute, None)
-        if token is not None:
-            names[str(token)] = fairseq_name
-    return names
+def special_tokens(tokenizer: object) -> Dict[str, str]:
+    """{attribute (cls_token, ...): the token} of a transformers tokenizer."""
+    return {
+        attribute: str(getattr(tokenizer, attribute))
+        for attribute in FAIRSEQ_SPECIALS
+        if getattr(tokenizer, attribute, None) is not None
+    }
+
+
+def special_token_names(specials: Mapping[str, str]) -> Dict[str, str]:
+    """{the special token: fairseq's name} for {attribute: the token}."""
+    return {token: FAIRSEQ_SPECIALS[attribute] for attribute, token in specials.items()}
+
+
+def map_vocabulary(
+    vocabulary: Dict[str, int], specials: Dict[str, str], embedding_rows: int, where: Path
+) -> VocabularyMapping:
+    """The fairseq dictionary of `vocabulary` ({token: id}), whose special tokens `specials`
+    gives ({"cls_token": "[CLS]", ...})."""
+    if sorted(vocabulary.values()) != list(range(len(vocabulary))):
+        raise VocabularyError(f"{where}: the tokenizer's ids are not 0..{len(vocabulary) - 1}")
+    if len(vocabulary) != embedding_rows:
+        raise VocabularyError(
+            f"{where}: the tokenizer has {len(vocabulary)} tokens but the model's embedding "
+            f"table {embedding_rows} rows: the vocabulary does not belong to these weights"
+        )
+    by_id = sorted(vocabulary, key=vocabulary.__getitem__)
+    for attribute in FAIRSEQ_SPECIALS:
+        if specials.get(attribute) not in vocabulary:
+            raise VocabularyError(f"{where}: the tokenizer has no {attribute} in its vocabulary")
+    first = [vocabulary[specials[attribute]] for attribute in FAIRSEQ_FIRST]
+    if len(set(first)) != len(first):
+        raise VocabularyError(f"{where}: two of the tokens CLS, PAD, SEP, UNK are the same token")
+    names = special_token_names(specials)
+    taken = set(first)
+    rest = [index for index in range(len(by_id)) if index not in taken]
+    symbols = [FAIRSEQ_SPECIALS[attribute] for attribute in FAIRSEQ_FIRST] + [
+        names.get(by_id[index], by_id[index]) for index in rest
+    ]
+    if len(set(symbols)) != len(symbols):
+        counts = Counter(symbols)
+        clashing = sorted(symbol for symbol, count in counts.items() if count > 1)
+        raise VocabularyError(
+            f"{where}: the vocabulary has ordinary tokens named like fairseq's special symbols "
+            f"({', '.join(clashing)}), which a fairseq dictionary cannot hold twice"
+        )
+    return VocabularyMapping(symbols, first + rest, names)

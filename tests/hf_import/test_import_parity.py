@@ -32,18 +32,20 @@ def load_imported(directory: Path):
 
 def fairseq_ids(tokenizer, dictionary, input_ids: torch.Tensor) -> torch.Tensor:
     """The imported dictionary's ids of the tokenizer's ids (specials under fairseq's names)."""
-    from fairseq_struct.pieces.hf_tokenizer import special_token_names
+    from fairseq_struct.pieces.hf_tokenizer import special_token_names, special_tokens
 
-    names = special_token_names(tokenizer)
+    names = special_token_names(special_tokens(tokenizer))
     tokens = tokenizer.convert_ids_to_tokens(input_ids.flatten().tolist())
     return torch.tensor([dictionary.index(names.get(t, t)) for t in tokens]).view_as(input_ids)
 
 
 def hf_order(tokenizer, dictionary) -> torch.Tensor:
     """hf_order[i]: the tokenizer's id of the dictionary's symbol i."""
-    from fairseq_struct.pieces.hf_tokenizer import special_token_names
+    from fairseq_struct.pieces.hf_tokenizer import special_token_names, special_tokens
 
-    fairseq_to_hf = {name: token for token, name in special_token_names(tokenizer).items()}
+    fairseq_to_hf = {
+        name: token for token, name in special_token_names(special_tokens(tokenizer)).items()
+    }
     vocab = tokenizer.get_vocab()
     return torch.tensor([vocab[fairseq_to_hf.get(s, s)] for s in dictionary.symbols])
 
