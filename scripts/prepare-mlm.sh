@@ -12,12 +12,15 @@ usage() {
 usage: $(basename "$0") --train FILE --valid FILE [--test FILE] --out DIR [options]
 
 options:
-  --units pieces|words  pieces: SentencePiece (bert2d, roberta); words: Moses-tokenized
-                        words with a dictionary that covers every split (bert_elmo)
-                        (default: pieces)
+  --units pieces|wordpiece|words
+                        pieces: SentencePiece (bert2d, roberta); wordpiece: a WordPiece
+                        vocabulary, as BERTurk's and BERT2D's (bert, bert2d); words:
+                        Moses-tokenized words with a dictionary that covers every split
+                        (bert_elmo) (default: pieces)
+  --lowercase           wordpiece: an uncased vocabulary (lowercased, accents stripped)
   --mode bpe|morph      pieces only: morphological segmentation first (default: bpe)
   --lang L              language: tr (Zemberek) or iu (Morfessor) for morph mode (default: tr)
-  --vocab-size N        SentencePiece vocabulary (default: 8000)
+  --vocab-size N        SentencePiece or WordPiece vocabulary (default: 8000)
   --spm-model PATH      encode with an existing SentencePiece model instead of training one
   --spm-sample N        train SentencePiece on a seeded sample of N lines when the training
                         text has more (default: 10,000,000)
@@ -34,7 +37,7 @@ EOF
 
 train="" valid="" test="" out="" units="pieces" mode="bpe" lang="tr" vocab_size=8000 workers=1 prepare_args=()
 while [[ $# -gt 0 ]]; do
-    if [[ "$1" != -h && "$1" != --help && $# -lt 2 ]]; then
+    if [[ "$1" != -h && "$1" != --help && "$1" != --lowercase && $# -lt 2 ]]; then
         echo "error: $1 needs a value" >&2
         usage >&2
         exit 2
@@ -45,6 +48,7 @@ while [[ $# -gt 0 ]]; do
         --test) test="$2"; shift 2 ;;
         --out) out="$2"; shift 2 ;;
         --units) units="$2"; shift 2 ;;
+        --lowercase) prepare_args+=(--lowercase); shift ;;
         --mode) mode="$2"; shift 2 ;;
         --lang) lang="$2"; shift 2 ;;
         --vocab-size) vocab_size="$2"; shift 2 ;;
@@ -82,12 +86,14 @@ if [[ -n "$test" ]]; then test_args=(--test "$test"); fi
 
 binarize_args=(--trainpref "$out/text/train.txt" --validpref "$out/text/valid.txt")
 if [[ -n "$test" ]]; then binarize_args+=(--testpref "$out/text/test.txt"); fi
-if [[ "$units" == "words" ]]; then
-    # Every word of every split keeps its own id, so BERT-ELMo embeds it from its characters.
+if [[ "$units" == "words" || "$units" == "wordpiece" ]]; then
+    # words: every word of every split keeps its own id, so BERT-ELMo embeds it from its
+    # characters; wordpiece: the whole vocabulary, in the order of its tokenizer.
     binarize_args+=(--srcdict "$out/text/dict.txt")
 fi
 rm -f "$out/dict.txt"  # fairseq-preprocess refuses to overwrite the dictionary of an earlier run
 "$preprocess" --only-source "${binarize_args[@]}" --destdir "$out" --workers "$workers"
 if [[ "$units" == "pieces" ]]; then cp "$out/text/spm.model" "$out/spm.model"; fi
+if [[ "$units" == "wordpiece" ]]; then cp "$out/text/tokenizer.json" "$out/tokenizer.json"; fi
 
 echo "binarized data in $out (train with: fairseq-train $out --user-dir fairseq_struct --task masked_lm_struct ...)"

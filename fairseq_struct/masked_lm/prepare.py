@@ -19,13 +19,18 @@ does not grow with the corpus, and goes through these stages:
    split is encoded in --workers processes, which check that the pieces of each line spell the
    normalised line again (`morph.chunk_encoding`). A piece starting with ▁ begins a word,
    which is all the masked-LM task needs to find words.
+   `--units wordpiece` (bert, bert2d: the vocabulary type of BERTurk and the BERT2D paper): a
+   WordPiece vocabulary of --vocab-size tokens trained on the training lines with the
+   `tokenizers` library (cased; `--lowercase`: uncased, accents stripped, as BERT's uncased
+   models), and every split cut with it word by word as fine-tuning cuts labelled words
+   (`pieces.hf_tokenizer`); BERT's [CLS] [SEP] [PAD] [UNK] [MASK] take fairseq's names.
    `--units words` (bert_elmo): Moses-tokenized words (sacremoses) in --workers processes, and
    `dict.txt`: the training words by frequency, then the words that only valid/test contain
    with count 0, so that every word keeps its characters (BERT-ELMo embeds words from their
    characters, never as <unk>).
 
 Output in --out-dir, written atomically: {split}.txt per split, document breaks kept; spm.model
-(pieces) or dict.txt (words); prepare_report.json (lines dropped and why, documents, tokens per
+(pieces), dict.txt (words), or tokenizer.json, vocab.txt and dict.txt (wordpiece); prepare_report.json (lines dropped and why, documents, tokens per
 word, SentencePiece training lines and sample, chunks done and reused, seconds per stage). A run
 that was killed starts again from its finished chunks, kept in OUT_DIR/.prepare-work
 (`morph.chunk_store`, removed when the run completes). Each stage shows its progress (a bar on
@@ -34,6 +39,7 @@ fairseq-preprocess.
 """
 
 import argparse
+import hashlib
 import logging
 import sys
 import time
@@ -83,12 +89,22 @@ from fairseq_struct.morph.segmenters import (
     open_segmenter,
 )
 from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
+from fairseq_struct.pieces.hf_tokenizer import TOKENIZER_FILE, TokenizerUnits, map_vocabulary
 from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger("fairseq_struct.masked_lm.prepare")
 
 WORDS_DICTIONARY_FILE = "dict.txt"
 TOKENIZE_STAGE = "tokenize"
+WORDPIECE_STAGE = "wordpiece"
+# BERT's special tokens, by the attribute names transformers gives them.
+WORDPIECE_SPECIALS = {
+    "pad_token": "[PAD]",
+    "unk_token": "[UNK]",
+    "cls_token": "[CLS]",
+    "sep_token": "[SEP]",
+    "mask_token": "[MASK]",
+}
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -97,7 +113,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--valid", required=True, type=Path, help="raw validation text")
     parser.add_argument("--test", type=Path, help="raw test text (optional)")
     parser.add_argument("--out-dir", required=True, type=Path)
-    parser.add_argument("--units", choices=("pieces", "words"), default="pieces")
+    parser.add_argument("--units", choices=("pieces", "words", "wordpiece"), default="pieces")
+    parser.add_argument(
+        "--lowercase",
+        action="store_true",
+        help="wordpiece: an uncased vocabulary (lowercased, accents stripped)",
+    )
     parser.add_argument(
         "--mode", choices=("bpe", "morph"), default="bpe", help="pieces: segment morphemes first?"
     )
@@ -110,6 +131,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     check_pipeline_options(parser, args)
+    if args.mode == "morph" and args.units == "wordpiece":
+        parser.error("--mode morph segments for SentencePiece pieces; wordpiece takes none")
     if args.mode == "morph" and args.lang not in SEGMENTED_LANGUAGES:
         parser.error(f"--mode morph has segmenters for {SEGMENTED_LANGUAGES}, not {args.lang!r}")
     return args
@@ -147,6 +170,16 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         with StageProgress("tokenize", lines) as progress:
             tokens, stages["tokenization"] = _tokenize(args, store, splits, progress)
         stage_seconds["tokenize"] = progress.seconds
+    elif args.units == "wordpiece":
+        started = time.monotonic()
+        stages["wordpiece"], special_names = _wordpiece_vocabulary(args, splits["train"].chunks)
+        stage_seconds["wordpiece"] = time.monotonic() - started
+        with StageProgress("encode", lines) as progress:
+            tokens, stages["encoding"] = _wordpiece_encode(
+                args, store, splits, special_names, progress
+            )
+        stage_seconds["encode"] = progress.seconds
+        stages.update(special_tokens=special_names, word_starts="wordpiece")
     else:
         text = {split: data.chunks for split, data in splits.items()}  # what SentencePiece reads
         if args.mode == "morph":
@@ -162,7 +195,8 @@ def prepare(args: argparse.Namespace) -> Dict[str, object]:
         stage_seconds["encode"] = progress.seconds
 
     report = {
-        "units": args.units,
+        # wordpiece: the units of a tokenizer.json (morph.units), as an imported model's
+        "units": "tokenizer" if args.units == "wordpiece" else args.units,
         "mode": args.mode,
         "lang": args.lang,
         "splits": {
@@ -292,6 +326,99 @@ def _encode(
         args, store, chunk_encoding.STAGE, chunk_encoding.encode_chunk, tasks, collect, progress
     )
     return pieces, chunks
+
+
+def _wordpiece_vocabulary(
+    args: argparse.Namespace, train_chunks: List[Path]
+) -> Tuple[Dict[str, object], Dict[str, str]]:
+    """Train the WordPiece vocabulary and write tokenizer.json, vocab.txt and dict.txt; its part
+    of the report and the special tokens' fairseq names."""
+    from tokenizers import BertWordPieceTokenizer
+
+    trainer = BertWordPieceTokenizer(
+        lowercase=args.lowercase, strip_accents=None if args.lowercase else False
+    )
+    trainer.train_from_iterator(
+        _sentences(train_chunks),
+        vocab_size=args.vocab_size,
+        special_tokens=list(WORDPIECE_SPECIALS.values()),
+        show_progress=False,
+    )
+    atomic_write_bytes(args.out_dir / TOKENIZER_FILE, trainer.to_str().encode("utf-8"))
+    vocabulary = trainer.get_vocab()
+    by_id = sorted(vocabulary, key=vocabulary.__getitem__)
+    atomic_write_lines(args.out_dir / "vocab.txt", by_id)  # BERT's vocabulary file
+    mapping = map_vocabulary(
+        vocabulary, WORDPIECE_SPECIALS, len(vocabulary), args.out_dir / TOKENIZER_FILE
+    )
+    atomic_write_lines(args.out_dir / WORDS_DICTIONARY_FILE, mapping.dictionary_lines())
+    settings = {"tokenizer": str(args.out_dir / TOKENIZER_FILE), "vocab_size": len(vocabulary)}
+    return {**settings, "lowercase": args.lowercase}, mapping.special_names
+
+
+@dataclass(frozen=True)
+class _WordPieceTask:
+    """One chunk to cut into WordPiece tokens, in whichever process takes it."""
+
+    store: Path  # the ChunkStore's directory
+    fingerprint: str
+    chunk: Path
+    tokenizer: Path
+    special_names: Tuple[Tuple[str, str], ...]
+
+
+def _wordpiece_encode(
+    args: argparse.Namespace,
+    store: ChunkStore,
+    splits: Dict[str, _Split],
+    special_names: Dict[str, str],
+    progress: StageProgress,
+) -> Tuple[Counter, Dict[str, int]]:
+    """Cut every chunk into WordPiece tokens in --workers processes into OUT_DIR/{split}.txt;
+    the tokens of each split, and the chunks cut and reused."""
+    tokenizer = args.out_dir / TOKENIZER_FILE
+    digest = hashlib.sha256(tokenizer.read_bytes()).hexdigest()[:16]
+    fingerprint = f"{WORDPIECE_STAGE}:tokenizers {version('tokenizers')}:{digest}"
+    names = tuple(sorted(special_names.items()))
+    tasks = {
+        split: [
+            _WordPieceTask(store.directory, fingerprint, chunk, tokenizer, names)
+            for chunk in data.chunks
+        ]
+        for split, data in splits.items()
+    }
+    tokens: Counter = Counter()
+
+    def collect(split: str, stats: ChunkStats) -> None:
+        tokens[split] += stats["tokens"]
+
+    chunks = _run_chunks(args, store, WORDPIECE_STAGE, _wordpiece_chunk, tasks, collect, progress)
+    return tokens, chunks
+
+
+def _wordpiece_chunk(task: _WordPieceTask) -> ChunkResult:
+    """(key, statistics, reused) of the cut chunk; see `chunk_store.process_chunk`."""
+    units = _tokenizer_units(task.tokenizer, task.special_names)
+    return process_chunk(
+        ChunkStore(task.store),
+        WORDPIECE_STAGE,
+        task.fingerprint,
+        [task.chunk],
+        partial(_wordpiece_lines, units),
+    )
+
+
+@lru_cache(maxsize=None)
+def _tokenizer_units(path: Path, special_names: Tuple[Tuple[str, str], ...]) -> TokenizerUnits:
+    """One tokenizer per process."""
+    return TokenizerUnits(path, dict(special_names))
+
+
+def _wordpiece_lines(units: TokenizerUnits, lines: Sequence[str]) -> Tuple[List[str], ChunkStats]:
+    """The chunk's lines as space-separated tokens, document breaks kept; the tokens' count."""
+    cut = units.cut_sentences([line.split() for line in lines])
+    encoded = [" ".join(token for tokens, _ in words for token in tokens) for words in cut]
+    return encoded, {"lines": len(lines), "tokens": sum(len(line.split()) for line in encoded)}
 
 
 @dataclass(frozen=True)
