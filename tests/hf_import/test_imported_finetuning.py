@@ -1,0 +1,179 @@
+"""An imported model goes down the whole encoder path: prepare real IMST and WikiNER samples in
+its WordPiece units -> scripts/finetune.sh (stock fairseq-train from the imported directory) ->
+predict -> scores; and BERT's pooler starts the sentence classification head.
+
+The samples come from ../shared/data (UD Turkish-IMST, Turkish WikiNER); without them these
+tests skip, saying so.
+"""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import SHARED_DATA, USER_DIR, run_script, run_tool, venv_tool
+
+IMST = SHARED_DATA / "ud-tr-imst"
+WIKINER = SHARED_DATA / "tr-wikiner"
+pytestmark = pytest.mark.skipif(
+    not (IMST.exists() and WIKINER.exists()),
+    reason=f"needs the UD IMST and WikiNER samples of {SHARED_DATA}",
+)
+
+
+def _blocks(path: Path, first: int, count: int) -> str:
+    blocks = path.read_text(encoding="utf-8").strip().split("\n\n")
+    return "\n\n".join(blocks[first : first + count]) + "\n\n"
+
+
+def _prepare(task: str, imported: Path, train: Path, valid: Path, out: Path) -> None:
+    run_tool(
+        [
+            venv_tool("python"),
+            "-m",
+            "fairseq_struct.downstream.prepare",
+            task,
+            "--pretraining-data",
+            str(imported),
+            "--train",
+            str(train),
+            "--valid",
+            str(valid),
+            "--out-dir",
+            str(out),
+        ],
+        cwd=out.parent,
+    )
+
+
+def _finetune(data: Path, imported: Path, save_dir: Path, *options: str) -> str:
+    result = run_script(
+        "finetune.sh",
+        "--data",
+        str(data),
+        "--pretrained",
+        str(imported),
+        "--save-dir",
+        str(save_dir),
+        "--cpu",
+        "--lr",
+        "1e-3",
+        *options,
+        cwd=save_dir.parent,
+        timeout=900,
+    )
+    return result.stdout + result.stderr
+
+
+def _predict(checkpoint: Path, test: Path, out: Path) -> dict:
+    run_tool(
+        [
+            venv_tool("python"),
+            "-m",
+            "fairseq_struct.downstream.predict",
+            str(checkpoint),
+            "--input",
+            str(test),
+            "--out-dir",
+            str(out),
+        ],
+        cwd=out.parent,
+    )
+    return json.loads((out / "scores.json").read_text(encoding="utf-8"))
+
+
+def test_imported_bert2d_fine_tunes_on_imst_pos_and_learns(tiny_hf_models, tmp_path):
+    imported = tiny_hf_models / "imported" / "bert2d-m3"
+    (tmp_path / "train.conllu").write_text(_blocks(IMST / "tr_imst-ud-train.conllu", 0, 400))
+    (tmp_path / "dev.conllu").write_text(_blocks(IMST / "tr_imst-ud-dev.conllu", 0, 150))
+    _prepare("pos", imported, tmp_path / "train.conllu", tmp_path / "dev.conllu", tmp_path / "pos")
+    report = json.loads((tmp_path / "pos" / "finetune.json").read_text())
+    assert report["units"] == "tokenizer" and report["max_positions"] == 48
+    log = _finetune(tmp_path / "pos", imported, tmp_path / "ckpt", "--epochs", "6")
+    assert f"Loaded checkpoint {imported / 'model.pt'}" in log
+    assert "--restart-word-positions" in log  # the published BERT2D's word positions
+    scores = _predict(
+        tmp_path / "ckpt" / "checkpoint_best.pt", tmp_path / "dev.conllu", tmp_path / "out"
+    )
+    gold = [
+        line.split("\t")[3]
+        for line in (tmp_path / "dev.conllu").read_text().splitlines()
+        if line and not line.startswith("#") and line.split("\t")[0].isdigit()
+    ]
+    predicted = [
+        line.split("\t")[3]
+        for line in (tmp_path / "out" / "predictions.conllu").read_text().splitlines()
+        if line and not line.startswith("#") and line.split("\t")[0].isdigit()
+    ]
+    assert len(predicted) == len(gold)
+    accuracy = 100 * sum(p == g for p, g in zip(predicted, gold)) / len(gold)
+    assert scores["accuracy"] == pytest.approx(accuracy, abs=0.01)
+    # Learning: 10 points above always answering the commonest tag (NOUN, about 30 %).
+    majority = 100 * Counter(gold).most_common(1)[0][1] / len(gold)
+    assert accuracy > majority + 10, (accuracy, majority)
+
+
+def test_imported_bert_fine_tunes_on_wikiner_with_the_crf_and_entity_fix(tiny_hf_models, tmp_path):
+    imported = tiny_hf_models / "imported" / "bert-pretraining"
+    (tmp_path / "train.conll").write_text(_blocks(WIKINER / "train.conll", 0, 300))
+    (tmp_path / "dev.conll").write_text(_blocks(WIKINER / "dev.conll", 0, 100))
+    _prepare("ner", imported, tmp_path / "train.conll", tmp_path / "dev.conll", tmp_path / "ner")
+    _finetune(
+        tmp_path / "ner",
+        imported,
+        tmp_path / "ckpt",
+        "--head",
+        "lcrf_ner",
+        "--entity-fix",
+        "--epochs",
+        "2",
+    )
+    scores = _predict(
+        tmp_path / "ckpt" / "checkpoint_best.pt", tmp_path / "dev.conll", tmp_path / "out"
+    )
+    original = (tmp_path / "dev.conll").read_text().splitlines()
+    predicted = (tmp_path / "out" / "predictions.conll").read_text().splitlines()
+    assert len(predicted) == len(original)
+    assert all(after.startswith(before) for before, after in zip(original, predicted))
+    assert {"f1", "precision", "recall"} <= set(scores)
+
+
+def test_the_pooler_of_an_imported_bert_starts_the_sentence_head(tiny_hf_models, tmp_path):
+    """BERT fine-tunes its pooler under a new classifier: with the import's
+    --sentence-head-from-pooler, fairseq's sentence_prediction head starts from it."""
+    from fairseq import options, tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from safetensors.torch import load_file
+
+    from fairseq_struct.downstream.encoder_options import encoder_arguments, model_config
+    from fairseq_struct.fixes.checkpoint_safety import load_checkpoint
+
+    imported = tiny_hf_models / "imported" / "bert-pretraining"
+    data = tmp_path / "data"
+    for name in ("input0", "label"):
+        (data / name).mkdir(parents=True)
+    (data / "input0" / "dict.txt").write_text((imported / "dict.txt").read_text())
+    (data / "label" / "dict.txt").write_text("pos 1\nneg 1\n")
+    checkpoint = load_checkpoint(str(imported / "model.pt"))
+    arguments = encoder_arguments(model_config(checkpoint))
+    assert "--sentence-head-from-pooler" in arguments
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser,
+        [str(data), "--user-dir", USER_DIR, "--task", "sentence_prediction", "--criterion"]
+        + ["sentence_prediction", "--num-classes", "2"]
+        + arguments,
+    )
+    cfg = convert_namespace_to_omegaconf(args)
+    model = tasks.setup_task(cfg.task).build_model(cfg.model)
+    model.register_classification_head("sentence_classification_head", num_classes=2)
+    new_classifier = model.classification_heads[
+        "sentence_classification_head"
+    ].out_proj.weight.clone()
+    model.load_state_dict(checkpoint["model"], strict=True, model_cfg=cfg.model)
+    head = model.classification_heads["sentence_classification_head"]
+    pooler = load_file(str(tiny_hf_models / "hf" / "bert-pretraining" / "model.safetensors"))
+    assert torch.equal(head.dense.weight, pooler["bert.pooler.dense.weight"])
+    assert torch.equal(head.dense.bias, pooler["bert.pooler.dense.bias"])
+    assert torch.equal(head.out_proj.weight, new_classifier)  # the classifier stays new
