@@ -6,6 +6,8 @@ unpickled with `weights_only=True`: a file that would build anything but tensors
 """
 
 import json
+import os
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List
@@ -49,14 +51,18 @@ def resolve_directory(source: str) -> Path:
     if source.startswith((".", "/", "~")) or source.count("/") > 1:
         raise ImportFailure(f"{source}: no such directory")
     try:
-        from huggingface_hub import snapshot_download
+        from huggingface_hub import constants, snapshot_download
 
-        return Path(snapshot_download(repo_id=source, allow_patterns=HUB_PATTERNS))
+        # Offline (HF_HUB_OFFLINE): only the cache is read, without trying the network first.
+        offline = constants.HF_HUB_OFFLINE or os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0")
+        return Path(
+            snapshot_download(repo_id=source, allow_patterns=HUB_PATTERNS, local_files_only=offline)
+        )
     except Exception as error:  # offline, unknown id, gated model, network errors
         raise ImportFailure(
             f"{source}: not a local directory, and the Hugging Face hub gave no copy of it "
-            f"({type(error).__name__}: {error}). Without network, download it once elsewhere "
-            f"(huggingface-cli download {source} --local-dir DIR) and pass DIR"
+            f"({type(error).__name__}: {first_line(error)}). Without network, download it once "
+            f"elsewhere (huggingface-cli download {source} --local-dir DIR) and pass DIR"
         ) from None
 
 
@@ -97,14 +103,27 @@ def _read_weights(path: Path) -> Dict[str, Tensor]:
 
             return load_file(str(path))
         state = torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:  # weights_only refused something that is no tensor
+        refused = next(
+            (line for line in str(error).splitlines() if "Unsupported global" in line), ""
+        )
+        raise ImportFailure(
+            f"{path}: holds more than tensors, which are all a checkpoint may hold here "
+            f"(torch.load with weights_only: {refused.strip() or first_line(error)})"
+        ) from None
     except Exception as error:  # truncated or corrupt files raise many kinds of errors
         raise ImportFailure(
-            f"{path}: cannot be read as weights ({type(error).__name__}: {error}); "
+            f"{path}: cannot be read as weights ({type(error).__name__}: {first_line(error)}); "
             "the file may be truncated: download it again"
         ) from None
     if not isinstance(state, dict) or not all(isinstance(v, Tensor) for v in state.values()):
         raise ImportFailure(f"{path}: holds no state dict of tensors")
     return state
+
+
+def first_line(error: Exception) -> str:
+    """A library's error message in one line (some span a page)."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), "")
 
 
 def load_weights(directory: Path) -> Dict[str, Tensor]:
