@@ -374,3 +374,29 @@ def test_suite_cpu_benchmark_compares_two_runs_and_takes_an_inventory(tmp_path):
     # test_child's call: its child's 0.6 s of CPU counts (>= 0.5: the kernel accounts a reaped
     # child's time in 10 ms ticks, and 0.5 burnt once read 0.49)
     assert records[1]["cpu_s"] >= 0.5
+
+
+def test_hf_import_benchmark_line_is_consistent():
+    (figures,) = run_benchmark(
+        "bench_hf_import.py", "--layers", "1", "--hidden-size", "64", "--vocab-size", "500",
+        "--repeats", "1",
+    )  # fmt: skip
+    assert figures["model"] == {
+        "layers": 1, "hidden_size": 64, "vocab_size": 500, "parameters": figures["model"]["parameters"]
+    }  # fmt: skip
+    # BertForPreTraining: embeddings, one layer, pooler, MLM transform and bias, NSP layer.
+    d, v = 64, 500
+    embeddings = v * d + 512 * d + 2 * d + 2 * d
+    layer = 4 * (d * d + d) + 2 * d + (d * 4 * d + 4 * d) + (4 * d * d + d) + 2 * d
+    heads = (d * d + d) + (d * d + d + 2 * d + v) + (2 * d + 2)
+    assert figures["model"]["parameters"] == embeddings + layer + heads
+    assert figures["weights_mib"] == round(4 * figures["model"]["parameters"] / 2**20, 1)
+    assert_quotient(
+        figures["rss_ratio_to_weights"], figures["import_peak_rss_mib"], figures["weights_mib"],
+        (3, 1, 1),
+    )  # fmt: skip
+    assert_quotient(
+        figures["seconds_ratio_to_transformers"], figures["import_s"],
+        figures["transformers_load_s"], (3, 2, 2),
+    )  # fmt: skip
+    assert figures["meets_rss_goal"] == (figures["rss_ratio_to_weights"] <= figures["rss_goal"])

@@ -198,7 +198,8 @@ def fairseq_layout(
     order = torch.tensor(hf_ids)
 
     embeddings = taken.take("embeddings.word_embeddings.weight")
-    state[ENCODER + "embed_tokens.weight"] = embeddings.index_select(0, order)
+    lm_head = _masked_lm_head(taken, order, embeddings)  # compares the tied decoder first
+    state[ENCODER + "embed_tokens.weight"] = rows_in_order(embeddings, order)
     token_types = taken.take("embeddings.token_type_embeddings.weight")
     options["num_segments"] = token_types.shape[0]
     state[ENCODER + "embed_positions.embedding.segments.weight"] = token_types
@@ -240,8 +241,14 @@ def fairseq_layout(
                 )
 
     notes = []
-    if not _masked_lm_head(taken, state, order, embeddings, options):
+    if lm_head is None:
         notes.append("the checkpoint has no masked-LM head: it starts as BERT initialises one")
+        lm_head = _initial_masked_lm_head(embeddings.shape[0], embeddings.shape[1])
+    if "weight" not in lm_head:  # tied to the token embeddings, as in BERT
+        lm_head["weight"] = state[ENCODER + "embed_tokens.weight"]
+    else:
+        options["untie_weights_roberta"] = True
+    state.update({f"encoder.lm_head.{name}": value for name, value in lm_head.items()})
     pooler = [taken.take_optional(f"pooler.dense.{part}") for part in ("weight", "bias")]
     has_pooler = pooler[0] is not None
     nsp = [taken.take_optional(f"cls.seq_relationship.{p}", False) for p in ("weight", "bias")]
@@ -259,17 +266,21 @@ def fairseq_layout(
     return FairseqLayout(arch, options, state, has_nsp, has_pooler, notes)
 
 
-def _masked_lm_head(
-    taken: _Weights,
-    state: Dict[str, Tensor],
-    order: Tensor,
-    embeddings: Tensor,
-    options: Dict[str, Any],
-) -> bool:
-    """BERT's `cls.predictions` or RoBERTa's `lm_head`: dense, act, layer norm, decoder + bias.
-    A model saved without its head (BertModel) gets one initialised as BERT does (normal with
-    std 0.02, layer norm 1 and 0, bias 0; the import's report says so): fine-tuning never
-    uses it. Whether the checkpoint had one."""
+def rows_in_order(table: Tensor, order: Tensor) -> Tensor:
+    """`table[order]`, in place: BERT's order moves only the rows up to its special tokens
+    (the others keep their index), so only those are copied, not the whole table."""
+    moved = (order != torch.arange(len(order))).nonzero()
+    if len(moved) == 0:
+        return table
+    end = int(moved.max()) + 1
+    table[:end] = table[order[:end]]
+    return table
+
+
+def _masked_lm_head(taken: _Weights, order: Tensor, embeddings: Tensor) -> Optional[Dict]:
+    """BERT's `cls.predictions` or RoBERTa's `lm_head` (dense, act, layer norm, decoder + bias)
+    as the weights of fairseq's RobertaLMHead in fairseq's order, without "weight" when the
+    decoder is tied to the token embeddings; None for a model saved without it (BertModel)."""
     names = (
         ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm")
         + ("cls.predictions.decoder", "cls.predictions.bias")
@@ -277,29 +288,31 @@ def _masked_lm_head(
         else ("lm_head.dense", "lm_head.layer_norm", "lm_head.decoder", "lm_head.bias")
     )
     dense, norm, decoder, bias = names
-    head = "encoder.lm_head."
     if not taken.has(bias, False):
-        dim = embeddings.shape[1]
-        generator = torch.Generator().manual_seed(0)
-        state[head + "dense.weight"] = torch.randn(dim, dim, generator=generator) * 0.02
-        state[head + "dense.bias"] = torch.zeros(dim)
-        state[head + "layer_norm.weight"] = torch.ones(dim)
-        state[head + "layer_norm.bias"] = torch.zeros(dim)
-        state[head + "bias"] = torch.zeros(embeddings.shape[0])
-        state[head + "weight"] = state[ENCODER + "embed_tokens.weight"]
-        return False
+        return None
+    head: Dict[str, Tensor] = {}
     for hf_name, fairseq_name in ((dense, "dense"), (norm, "layer_norm")):
         for part in ("weight", "bias"):
-            state[head + f"{fairseq_name}.{part}"] = taken.take(f"{hf_name}.{part}", False)
+            head[f"{fairseq_name}.{part}"] = taken.take(f"{hf_name}.{part}", False)
     output_bias = taken.take(bias, False)
     decoder_bias = taken.take_optional(decoder + ".bias", False)
     if decoder_bias is not None and not torch.equal(decoder_bias, output_bias):
         raise ImportFailure(f"{taken.where}: {decoder}.bias differs from {bias}")
-    state[head + "bias"] = output_bias.index_select(0, order)
+    head["bias"] = output_bias.index_select(0, order)
     decoder_weight = taken.take_optional(decoder + ".weight", False)
-    if decoder_weight is None or torch.equal(decoder_weight, embeddings):
-        state[head + "weight"] = state[ENCODER + "embed_tokens.weight"]  # tied, as in BERT
-    else:
-        options["untie_weights_roberta"] = True
-        state[head + "weight"] = decoder_weight.index_select(0, order)
-    return True
+    if decoder_weight is not None and not torch.equal(decoder_weight, embeddings):
+        head["weight"] = decoder_weight.index_select(0, order)
+    return head
+
+
+def _initial_masked_lm_head(vocabulary: int, dim: int) -> Dict[str, Tensor]:
+    """A masked-LM head as BERT initialises one: normal with std 0.02, layer norm 1 and 0,
+    biases 0 (seeded: an import is reproducible); tied to the token embeddings."""
+    generator = torch.Generator().manual_seed(0)
+    return {
+        "dense.weight": torch.randn(dim, dim, generator=generator) * 0.02,
+        "dense.bias": torch.zeros(dim),
+        "layer_norm.weight": torch.ones(dim),
+        "layer_norm.bias": torch.zeros(dim),
+        "bias": torch.zeros(vocabulary),
+    }
