@@ -43,7 +43,7 @@ COMMANDS: Dict[str, str] = {
     "fairseq-struct-mlm-summary": "fairseq_struct.eval.masked_lm_summary",
     "fairseq-struct-zemberek-coverage": "fairseq_struct.eval.zemberek_coverage",
     "fairseq-struct-export-hf": "fairseq_struct.export.hf",
-    "fairseq-struct-import-hf": "fairseq_struct.hf_import.cli",
+    "fairseq-struct-import-hf": "fairseq_struct.hf_import",
     "fairseq-struct-grid-translation": "fairseq_struct.grid.translation",
     "fairseq-struct-grid-encoders": "fairseq_struct.grid.encoders",
     "fairseq-struct-grid-evaluate-run": "fairseq_struct.grid.run_evaluation",

@@ -20,7 +20,9 @@ BIN = Path(sys.executable).parent
 def modules_with_a_main_block() -> set:
     found = set()
     for path in (REPO_ROOT / "fairseq_struct").rglob("*.py"):
-        if re.search(r'^if __name__ == "__main__":', path.read_text(encoding="utf-8"), re.M):
+        if path.name == "__main__.py":  # a package run as `python -m PACKAGE`
+            found.add(".".join(path.parent.relative_to(REPO_ROOT).parts))
+        elif re.search(r'^if __name__ == "__main__":', path.read_text(encoding="utf-8"), re.M):
             relative = path.relative_to(REPO_ROOT).with_suffix("")
             found.add(".".join(relative.parts))
     return found

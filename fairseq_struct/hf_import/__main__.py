@@ -1,7 +1,7 @@
 import sys
 
 from fairseq_struct.fixes.cli_logging import configure_logging
-from fairseq_struct.hf_import.cli import main
+from fairseq_struct.hf_import import main
 
 configure_logging()
 sys.exit(main())
