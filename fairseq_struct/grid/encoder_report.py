@@ -62,7 +62,7 @@ def task_systems(
 ) -> List[TaskSystem]:
     metrics = MAIN_METRICS[task]
     systems = []
-    for encoder in grid.encoders:
+    for encoder in grid.systems:
         for init in grid.inits:
             scores, missing = {}, []
             for seed in grid.seeds:

@@ -1,6 +1,10 @@
 """What the encoder grid runs (`python -m fairseq_struct.grid.encoders`): the named encoders,
 the grid's settings and its steps (data, pretraining, fine-tuning, scores), shared by the
-command and its report (`grid.encoder_report`)."""
+command and its report (`grid.encoder_report`).
+
+Systems are the named encoders, pretrained by the grid, and imported models (a directory of
+`python -m fairseq_struct.hf_import`: BERTurk, mBERT, the published BERT2D), fine-tuned from
+their own weights in their own units, with no pretraining step."""
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -92,13 +96,17 @@ FINETUNING = {
 NER_HEAD = ("--head", "lcrf_ner", "--entity-fix")  # seed 002's best head, Entity-Fix at decoding
 
 
+IMPORTED_UNITS = "imported-"  # the units of an imported system: its own tokenizer
+
+
 @dataclass(frozen=True)
 class EncoderGrid:
-    pretrain_train: str
-    pretrain_valid: str
+    pretrain_train: Optional[str]
+    pretrain_valid: Optional[str]
     tasks_dir: Path
     out: Path
     encoders: Tuple[str, ...] = DEFAULT_ENCODERS
+    imported: Tuple[Tuple[str, str], ...] = ()  # (system name, imported model directory)
     tasks: Tuple[str, ...] = TASKS
     seeds: Tuple[int, ...] = (1,)
     profile: str = "cpu"
@@ -113,7 +121,21 @@ class EncoderGrid:
 
     @property
     def units(self) -> List[str]:
+        """The units the grid's own pretrainings need prepared."""
         return sorted({ENCODERS[name].units for name in self.encoders})
+
+    @property
+    def systems(self) -> Tuple[str, ...]:
+        """The encoders, then the imported models: the first is the report's baseline."""
+        return self.encoders + tuple(name for name, _ in self.imported)
+
+    def system_units(self, name: str) -> str:
+        return ENCODERS[name].units if name in ENCODERS else IMPORTED_UNITS + name
+
+    @property
+    def task_units(self) -> List[str]:
+        """Every units the tasks are prepared in: the pretrainings' and each imported model's."""
+        return sorted({self.system_units(name) for name in self.systems})
 
     @property
     def inits(self) -> Tuple[str, ...]:
@@ -136,6 +158,8 @@ class EncoderGrid:
         return options + ["--epochs", str(epochs)]
 
     def pretraining_data(self, units: str) -> Path:
+        if units.startswith(IMPORTED_UNITS):
+            return Path(dict(self.imported)[units[len(IMPORTED_UNITS) :]])
         return self.out / "data" / f"pretrain-{units}"
 
     def task_data(self, units: str, task: str) -> Path:
@@ -145,6 +169,8 @@ class EncoderGrid:
         return self.out / "pretrain" / encoder
 
     def checkpoint(self, encoder: str) -> Path:
+        if encoder not in ENCODERS:
+            return Path(dict(self.imported)[encoder]) / "model.pt"
         return self.pretraining_dir(encoder) / "checkpoints" / "checkpoint_best.pt"
 
     def run_dir(self, encoder: str, task: str, init: str, seed: int) -> Path:
@@ -182,9 +208,10 @@ def task_data_step(grid: EncoderGrid, units: str, task: str) -> Step:
     command = [
         python_command(), "-m", "fairseq_struct.downstream.prepare", task,
         "--pretraining-data", str(grid.pretraining_data(units)), "--train", *train,
-        "--out-dir", str(grid.task_data(units, task)),
-        "--max-positions", str(settings["tokens_per_sample"]), "--workers", str(grid.workers),
+        "--out-dir", str(grid.task_data(units, task)), "--workers", str(grid.workers),
     ]  # fmt: skip
+    if not units.startswith(IMPORTED_UNITS):  # an imported model takes its own length
+        command += ["--max-positions", str(settings["tokens_per_sample"])]
     command += ["--valid", *valid] if valid else ["--valid-fraction", "0.1"]
     if task == "qa" and grid.profile == "cpu":
         command += ["--max-length", "64", "--doc-stride", "32", "--max-query-length", "16"]
@@ -221,10 +248,10 @@ def pretraining_step(grid: EncoderGrid, name: str) -> Step:
 def finetuning_steps(
     grid: EncoderGrid, name: str, task: str, init: str, seed: int, scripts: Path
 ) -> List[Step]:
-    encoder = ENCODERS[name]
     run = grid.run_dir(name, task, init, seed)
     command = [
-        "bash", str(scripts / "finetune.sh"), "--data", str(grid.task_data(encoder.units, task)),
+        "bash", str(scripts / "finetune.sh"),
+        "--data", str(grid.task_data(grid.system_units(name), task)),
         "--pretrained", str(grid.checkpoint(name)), "--save-dir", str(run / "checkpoints"),
         "--seed", str(seed), *grid.finetuning_options(task),
     ]  # fmt: skip
@@ -252,11 +279,11 @@ def grid_steps(grid: EncoderGrid) -> List[Step]:
     pretrainings, then the fine-tunings seed by seed."""
     scripts = scripts_dir()
     steps = [pretraining_data_step(grid, units, scripts) for units in grid.units]
-    steps += [task_data_step(grid, units, task) for units in grid.units for task in grid.tasks]
+    steps += [task_data_step(grid, units, task) for units in grid.task_units for task in grid.tasks]
     steps += [pretraining_step(grid, name) for name in grid.encoders]
     for seed in grid.seeds:
         for task in grid.tasks:
-            for name in grid.encoders:
+            for name in grid.systems:
                 for init in grid.inits:
                     steps += finetuning_steps(grid, name, task, init, seed, scripts)
     return steps
@@ -275,7 +302,31 @@ def check_task_files(grid: EncoderGrid) -> None:
                 raise GridError(f"{grid.tasks_dir / task}: no {split} file ({pattern})")
 
 
+def check_systems(grid: EncoderGrid) -> None:
+    """Pretraining text for the grid's own encoders; an import in every imported directory.
+
+    Raises:
+        GridError: naming what is missing.
+    """
+    if not grid.systems:
+        raise GridError("no system: name --encoders, --imported or both")
+    if grid.encoders and not (grid.pretrain_train and grid.pretrain_valid):
+        raise GridError(
+            f"the encoders {', '.join(grid.encoders)} are pretrained by the grid: give "
+            "--pretrain-train and --pretrain-valid (or only --imported systems)"
+        )
+    for name, directory in grid.imported:
+        if name in ENCODERS:
+            raise GridError(f"--imported {name}: the name of a named encoder; choose another")
+        if not (Path(directory) / "hf_import.json").is_file():
+            raise GridError(
+                f"--imported {name}={directory}: no hf_import.json there (make it with "
+                "python -m fairseq_struct.hf_import SOURCE DIR)"
+            )
+
+
 def runnable_steps(grid: EncoderGrid) -> List[Step]:
-    """`grid_steps`, once every task's files are there."""
+    """`grid_steps`, once every task's files and every system are there."""
+    check_systems(grid)
     check_task_files(grid)
     return grid_steps(grid)

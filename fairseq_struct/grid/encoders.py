@@ -5,6 +5,9 @@ Stochastic Order.
     python -m fairseq_struct.grid.encoders --pretrain-train raw/tr.txt --pretrain-valid \\
         raw/tr-valid.txt --tasks-dir raw/tasks --out grids/encoders --profile cpu \\
         --encoders roberta bert2d bert_elmo --tasks ner pos sentiment qa --seeds 1 2 3 4 5
+    python -m fairseq_struct.grid.encoders --tasks-dir raw/tasks --out grids/published \
+        --profile paper --gpu --encoders --imported bert2d=imported/bert2d-128k \
+        berturk=imported/berturk-128k mbert=imported/mbert --seeds 1 2 3 4 5
 
 `--tasks-dir` holds one directory per task, in the formats `downstream.prepare` reads:
 
@@ -21,7 +24,9 @@ seed, task and encoder a fine-tuning from the pretrained weights and one from sc
 (`grid.encoder_report`) compares every system with the first encoder's pretrained runs.
 
 Encoders are named systems (`ENCODERS`): the three of the papers and ablations of BERT2D and
-of whole-word masking.
+of whole-word masking. `--imported NAME=DIR` adds published models imported from Hugging Face
+(`python -m fairseq_struct.hf_import`): each task is prepared in its own tokenizer's units and
+fine-tuned from its weights (and from scratch, the same architecture), with no pretraining.
 """
 
 import argparse
@@ -49,6 +54,13 @@ def _encoder_argument(name: str) -> str:
     return name
 
 
+def _imported_argument(value: str):
+    name, equals, directory = value.partition("=")
+    if not equals or not name or not directory:
+        raise argparse.ArgumentTypeError(f"{value!r}: give NAME=DIR")
+    return name, directory
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m fairseq_struct.grid.encoders",
@@ -56,20 +68,29 @@ def build_parser() -> argparse.ArgumentParser:
         "from scratch, several seeds) and report with Almost Stochastic Order.",
     )
     parser.add_argument(
-        "--pretrain-train", required=True, help="pretraining text, a line a sentence"
+        "--pretrain-train", help="pretraining text, a line a sentence (for --encoders)"
     )
-    parser.add_argument("--pretrain-valid", required=True, help="pretraining validation text")
+    parser.add_argument("--pretrain-valid", help="pretraining validation text (for --encoders)")
     parser.add_argument(
         "--tasks-dir", required=True, type=Path, help="<task>/{train,valid,test} files"
     )
     parser.add_argument("--out", required=True, type=Path, help="the grid's directory")
     parser.add_argument(
         "--encoders",
-        nargs="+",
+        nargs="*",
         type=_encoder_argument,
         default=list(DEFAULT_ENCODERS),
-        help=f"named systems, the baseline first (default: {' '.join(DEFAULT_ENCODERS)}; all: "
-        f"{' '.join(ENCODERS)})",
+        help=f"named systems the grid pretrains, the baseline first (default: "
+        f"{' '.join(DEFAULT_ENCODERS)}; all: {' '.join(ENCODERS)}; none: only --imported)",
+    )
+    parser.add_argument(
+        "--imported",
+        nargs="+",
+        type=_imported_argument,
+        default=[],
+        metavar="NAME=DIR",
+        help="imported models as systems after the encoders (DIR: python -m "
+        "fairseq_struct.hf_import's output), e.g. berturk=imported/berturk-128k",
     )
     parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
     parser.add_argument("--seeds", type=int, nargs="+", default=[1], help="fine-tuning seeds")
@@ -95,12 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
 def grid_from_args(args: argparse.Namespace) -> EncoderGrid:
     if len(set(args.encoders)) != len(args.encoders):
         raise GridError("an encoder is listed twice in --encoders")
+    if len({name for name, _ in args.imported}) != len(args.imported):
+        raise GridError("a name is given twice in --imported")
     return EncoderGrid(
         pretrain_train=args.pretrain_train,
         pretrain_valid=args.pretrain_valid,
         tasks_dir=args.tasks_dir,
         out=args.out,
         encoders=tuple(args.encoders),
+        imported=tuple(args.imported),
         tasks=tuple(dict.fromkeys(args.tasks)),
         seeds=tuple(dict.fromkeys(args.seeds)),
         profile=args.profile,

@@ -4,7 +4,12 @@ fine-tuning + prediction per encoder, task, initialisation and seed."""
 
 import pytest
 
-from fairseq_struct.grid.encoder_runs import EncoderGrid, check_task_files, grid_steps
+from fairseq_struct.grid.encoder_runs import (
+    EncoderGrid,
+    check_task_files,
+    grid_steps,
+    runnable_steps,
+)
 from fairseq_struct.grid.encoders import build_parser, grid_from_args
 from fairseq_struct.grid.steps import GridError
 
@@ -117,3 +122,68 @@ def test_finetune_epochs_names_a_task_and_a_positive_count(value, capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args([*REQUIRED_ARGUMENTS, "--finetune-epochs", value])
     assert f"{value!r} is not TASK=EPOCHS" in capsys.readouterr().err
+
+
+def test_imported_models_are_systems_fine_tuned_in_their_own_units(grid, tmp_path):
+    from dataclasses import replace
+
+    imported = tmp_path / "imported" / "berturk"
+    imported.mkdir(parents=True)
+    (imported / "hf_import.json").write_text("{}")
+    grid = replace(grid, encoders=("bert2d",), imported=(("berturk", str(imported)),))
+    steps = runnable_steps(grid)
+    assert grid.systems == ("bert2d", "berturk")
+    assert [s.system for s in steps if s.name == "train" and "pretraining" in s.system] == [
+        "pretraining bert2d"
+    ]
+    data = next(step for step in steps if step.system == "data imported-berturk pos").command
+    assert option(data, "--pretraining-data") == str(imported)
+    assert "--max-positions" not in data  # the imported model's own length
+    runs = [s for s in steps if s.name == "train" and s.system.startswith("berturk pos")]
+    assert [s.system for s in runs] == [
+        "berturk pos pretrained, seed 1", "berturk pos scratch, seed 1",
+        "berturk pos pretrained, seed 2", "berturk pos scratch, seed 2",
+    ]  # fmt: skip
+    for run in runs:
+        assert option(run.command, "--pretrained") == str(imported / "model.pt")
+        assert option(run.command, "--data") == str(grid.out / "data" / "imported-berturk-pos")
+
+
+def test_only_imported_systems_need_no_pretraining_text(tmp_path):
+    imported = tmp_path / "mbert"
+    imported.mkdir()
+    (imported / "hf_import.json").write_text("{}")
+    (tmp_path / "tasks" / "pos").mkdir(parents=True)
+    for split in ("train", "test"):
+        (tmp_path / "tasks" / "pos" / f"{split}.conllu").write_text("x\n")
+    args = build_parser().parse_args(
+        ["--tasks-dir", str(tmp_path / "tasks"), "--out", str(tmp_path / "g"), "--tasks", "pos",
+         "--encoders", "--imported", f"mbert={imported}"]
+    )  # fmt: skip
+    grid = grid_from_args(args)
+    assert grid.systems == ("mbert",) and grid.encoders == ()
+    assert not [step for step in runnable_steps(grid) if "pretraining" in step.system]
+
+
+@pytest.mark.parametrize(
+    "encoders, imported, pretraining, message",
+    [
+        (("bert2d",), (), False, "give --pretrain-train and --pretrain-valid"),
+        ((), (("x", "DIR"),), True, "no hf_import.json there"),
+        ((), (("bert2d", "DIR"),), True, "the name of a named encoder"),
+        ((), (), True, "no system"),
+    ],
+)
+def test_bad_systems_are_named(grid, tmp_path, encoders, imported, pretraining, message):
+    from dataclasses import replace
+
+    imported = tuple((name, str(tmp_path / d)) for name, d in imported)
+    grid = replace(
+        grid,
+        encoders=encoders,
+        imported=imported,
+        pretrain_train="t.txt" if pretraining else None,
+        pretrain_valid="v.txt" if pretraining else None,
+    )
+    with pytest.raises(GridError, match=message):
+        runnable_steps(grid)
