@@ -124,6 +124,12 @@ def text_units(
     report_path = pretraining_data / "text" / "prepare_report.json"
     if report_path.exists():
         prepare_report = json.loads(report_path.read_text("utf-8"))
+    if prepare_report.get("units") == "tokenizer" or (pretraining_data / "hf_import.json").exists():
+        raise UnsupportedCheckpoint(
+            f"{checkpoint.path}: its units are a Hugging Face tokenizer's (an imported model, or "
+            "WordPiece pretraining), which the export does not write yet; an unchanged import "
+            "is its original Hugging Face model"
+        )
     words = (
         isinstance(checkpoint.model, BertElmoModel)
         or bool(getattr(checkpoint.cfg.task, "tokens_are_words", False))

@@ -71,11 +71,13 @@ def word_structure(
 ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """Per token (batch, time): word index, position in the word, word length in tokens, and
     segment (0 up to and including the first </s>, 1 after); fairseq_struct's
-    `pieces.word_boundaries.word_structure`. Padding tokens are one-token words."""
+    `pieces.word_boundaries.word_structure`. Padding tokens are one-token words; a </s> closes
+    its word (the token after it begins one)."""
     time = word_starts.shape[1]
     positions = torch.arange(time, device=word_starts.device).expand_as(word_starts)
     starts = word_starts.clone()
     starts[:, 0] = True  # a sequence always begins a word, whatever its first token
+    starts[:, 1:] |= tokens[:, :-1].eq(eos)
     word_index = starts.long().cumsum(dim=1) - 1
     word_start_position = torch.where(starts, positions, 0).cummax(dim=1).values
     ends = torch.ones_like(starts)
