@@ -200,6 +200,9 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
         checkpoint = fairseq_checkpoint(
             fairseq_arguments(staging, layout, tokens), layout.weights, source.directory
         )
+        # The data directory is OUT_DIR once the staging directory is renamed into place.
+        checkpoint["cfg"]["task"]["data"] = str(out_dir.resolve())
+        checkpoint["cfg"]["model"].data = str(out_dir.resolve())
         report["parameters"] = sum(
             value.numel()
             for key, value in checkpoint["model"].items()

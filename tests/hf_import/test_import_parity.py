@@ -24,9 +24,8 @@ TOLERANCE = 1e-5
 def load_imported(directory: Path):
     from fairseq import checkpoint_utils
 
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
-        [str(directory / "model.pt")], arg_overrides={"data": str(directory)}
-    )
+    # No override: the checkpoint names its own directory as its data (dict.txt).
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(directory / "model.pt")])
     return models[0].eval(), task.source_dictionary
 
 
