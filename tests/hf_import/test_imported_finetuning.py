@@ -177,3 +177,17 @@ def test_the_pooler_of_an_imported_bert_starts_the_sentence_head(tiny_hf_models,
     assert torch.equal(head.dense.weight, pooler["bert.pooler.dense.weight"])
     assert torch.equal(head.dense.bias, pooler["bert.pooler.dense.bias"])
     assert torch.equal(head.out_proj.weight, new_classifier)  # the classifier stays new
+
+
+def test_the_probes_run_on_an_imported_model(tiny_hf_models, tmp_path, capsys):
+    from fairseq_struct.eval.probes import main as probes
+
+    imported = tiny_hf_models / "imported" / "bert2d-m3"
+    probe_file = Path(USER_DIR) / "eval" / "probes_demo_tr.txt"
+    assert probes(
+        [str(imported / "model.pt"), "--data", str(imported), "--probes", str(probe_file),
+         "--json", str(tmp_path / "probes.json")]
+    ) == 0  # fmt: skip
+    assert f"(bert2d, the pieces of {imported / 'tokenizer.json'})" in capsys.readouterr().out
+    report = json.loads((tmp_path / "probes.json").read_text(encoding="utf-8"))
+    assert report["model"].startswith("bert2d")
