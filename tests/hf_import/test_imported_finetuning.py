@@ -191,3 +191,57 @@ def test_the_probes_run_on_an_imported_model(tiny_hf_models, tmp_path, capsys):
     assert f"(bert2d, the pieces of {imported / 'tokenizer.json'})" in capsys.readouterr().out
     report = json.loads((tmp_path / "probes.json").read_text(encoding="utf-8"))
     assert report["model"].startswith("bert2d")
+
+
+def _squad_sample(path: Path, out: Path, paragraphs: int) -> None:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    kept = []
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            if len(kept) < paragraphs and len(paragraph["context"]) < 400:
+                kept.append(paragraph)
+    out.write_text(json.dumps({"data": [{"title": "t", "paragraphs": kept}]}), encoding="utf-8")
+
+
+@pytest.mark.parametrize("task", ["sentiment", "qa", "ner-cse"])
+def test_every_task_and_head_runs_from_an_imported_model(tiny_hf_models, tmp_path, task):
+    """One epoch each: the path works (data in the model's units, its weights restored,
+    predictions in the input's format and scores); learning is the tests above's."""
+    imported = tiny_hf_models / "imported" / ("xlmr" if task == "qa" else "bert-pretraining")
+    if task == "sentiment":
+        inputs = []
+        for label in ("pos", "neg"):
+            lines = (SHARED_DATA / "tr-sentiment" / f"train.{label}").read_text().splitlines()
+            (tmp_path / f"train.{label}").write_text("\n".join(lines[:80]) + "\n")
+            (tmp_path / f"test.{label}").write_text("\n".join(lines[80:100]) + "\n")
+            inputs.append(tmp_path / f"test.{label}")
+        train = [tmp_path / "train.pos", tmp_path / "train.neg"]
+        test, valid, kind, options = inputs, inputs, "sentiment", ()
+    elif task == "qa":
+        source = SHARED_DATA / "tr-tquad" / "train-v0.1.json"
+        if not source.exists():
+            pytest.skip(f"needs {source}")
+        _squad_sample(source, tmp_path / "train.json", 12)
+        train = test = valid = [tmp_path / "train.json"]
+        kind, options = "qa", ()
+    else:
+        (tmp_path / "train.conll").write_text(_blocks(WIKINER / "train.conll", 0, 60))
+        train = test = valid = [tmp_path / "train.conll"]
+        kind, options = "ner", ("--head", "cse")
+    run_tool(
+        [venv_tool("python"), "-m", "fairseq_struct.downstream.prepare", kind,
+         "--pretraining-data", str(imported), "--train", *map(str, train),
+         "--valid", *map(str, valid), "--out-dir", str(tmp_path / "data")],
+        cwd=tmp_path,
+    )  # fmt: skip
+    log = _finetune(tmp_path / "data", imported, tmp_path / "ckpt", "--epochs", "1", *options)
+    assert f"Loaded checkpoint {imported / 'model.pt'}" in log
+    run_tool(
+        [venv_tool("python"), "-m", "fairseq_struct.downstream.predict",
+         str(tmp_path / "ckpt" / "checkpoint_best.pt"), "--input", *map(str, test),
+         "--out-dir", str(tmp_path / "out")],
+        cwd=tmp_path,
+    )  # fmt: skip
+    scores = json.loads((tmp_path / "out" / "scores.json").read_text())
+    expected = {"sentiment": "accuracy", "qa": "exact_match", "ner": "f1"}[kind]
+    assert 0 <= scores[expected] <= 100
