@@ -64,6 +64,11 @@ from fairseq_struct.export.hf_model import (
     build_hf_model,
 )
 from fairseq_struct.export.hf_parity import ExportMismatch, parity_check
+from fairseq_struct.export.hf_stock_bert import (
+    build_stock_model,
+    stock_parity_check,
+    tokenizer_units_dir,
+)
 
 logger = logging.getLogger("fairseq_struct.export.hf")
 
@@ -155,19 +160,27 @@ def export(
     if out_dir.exists() and any(out_dir.iterdir()) and not overwrite:
         raise FileExistsError(f"{out_dir} is not empty (pass --overwrite to replace its files)")
     checkpoint = load_checkpoint(Path(checkpoint_path), data)
-    units = text_units(checkpoint, pretraining_data, spm_model)
-    hf_export = build_hf_model(checkpoint)
-    differences = parity_check(checkpoint, hf_export) if check else None
+    units_dir = tokenizer_units_dir(checkpoint, pretraining_data)
+    if units_dir is not None:  # a Hugging Face tokenizer's units: transformers' own classes
+        stock = build_stock_model(checkpoint, units_dir)
+        model, native, left_out = stock.model, True, []
+        differences = stock_parity_check(checkpoint, stock) if check else None
+        units = TextUnits("tokenizer", None, "none")
+    else:
+        units = text_units(checkpoint, pretraining_data, spm_model)
+        hf_export = build_hf_model(checkpoint)
+        model, native, left_out = hf_export.model, hf_export.native, hf_export.left_out
+        differences = parity_check(checkpoint, hf_export) if check else None
     report = {
         "checkpoint": str(Path(checkpoint_path).resolve()),
         "arch": checkpoint_option(checkpoint.args, "arch"),
         "task": checkpoint.task_name,
-        "exported_as": type(hf_export.model).__name__,
-        "remote_code": not hf_export.native,
+        "exported_as": type(model).__name__,
+        "remote_code": not native,
         "units": units.units,
         "mode": units.mode,
         "segmentation": units.segmentation,
-        "left_out": hf_export.left_out,
+        "left_out": left_out,
         "parity_max_abs_difference": differences,
         "transformers_version": transformers_version,
     }
@@ -176,11 +189,15 @@ def export(
     # OUT_DIR appears whole (renamed into place).
     staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}-"))
     try:
-        hf_export.model.save_pretrained(str(staging))
-        if not hf_export.native:
+        model.save_pretrained(str(staging))
+        if not native:
             for module in (CONFIG_MODULE, MODELING_MODULE):
                 shutil.copyfile(HF_CODE / f"{module}.py", staging / f"{module}.py")
-        write_tokenizer(checkpoint, units, staging, int(checkpoint.model.encoder.max_positions()))
+        if units_dir is not None:
+            stock.tokenizer.save_pretrained(str(staging))
+        else:
+            max_positions = int(checkpoint.model.encoder.max_positions())
+            write_tokenizer(checkpoint, units, staging, max_positions)
         (staging / EXPORT_REPORT).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
         publish_directory(staging, out_dir)
     finally:

@@ -124,12 +124,6 @@ def text_units(
     report_path = pretraining_data / "text" / "prepare_report.json"
     if report_path.exists():
         prepare_report = json.loads(report_path.read_text("utf-8"))
-    if prepare_report.get("units") == "tokenizer" or (pretraining_data / "hf_import.json").exists():
-        raise UnsupportedCheckpoint(
-            f"{checkpoint.path}: its units are a Hugging Face tokenizer's (an imported model, or "
-            "WordPiece pretraining), which the export does not write yet; an unchanged import "
-            "is its original Hugging Face model"
-        )
     words = (
         isinstance(checkpoint.model, BertElmoModel)
         or bool(getattr(checkpoint.cfg.task, "tokens_are_words", False))
@@ -188,7 +182,7 @@ def check_supported(checkpoint: FairseqCheckpoint) -> None:
             )
     if checkpoint_option(args, "restart_word_positions"):
         raise UnsupportedCheckpoint(f"{where}: --restart-word-positions cannot be exported yet")
-    if checkpoint_option(args, "layer_norm_eps", 1e-5) != 1e-5:
+    if checkpoint_option(args, "layer_norm_eps", 1e-5) != 1e-5:  # the plugin's own bert
         raise UnsupportedCheckpoint(
             f"{where}: --layer-norm-eps {checkpoint_option(args, 'layer_norm_eps')} cannot be "
             "exported yet (the exported code uses fairseq's 1e-5)"

@@ -157,12 +157,3 @@ def test_an_existing_output_directory_is_left_alone(tiny_hf_models, tmp_path, ca
     assert main([str(tiny_hf_models / "hf" / "bert-model"), str(out)]) == 1
     assert "not empty" in capsys.readouterr().err
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
-
-
-def test_the_export_says_it_does_not_write_an_imported_model_yet(tiny_hf_models, tmp_path, capsys):
-    from fairseq_struct.export.hf import main as export
-
-    imported = tiny_hf_models / "imported" / "bert-pretraining"
-    assert export([str(imported / "model.pt"), str(tmp_path / "hf")]) == 1
-    assert "a Hugging Face tokenizer's" in capsys.readouterr().err
-    assert not (tmp_path / "hf").exists()

@@ -245,3 +245,11 @@ def test_every_task_and_head_runs_from_an_imported_model(tiny_hf_models, tmp_pat
     scores = json.loads((tmp_path / "out" / "scores.json").read_text())
     expected = {"sentiment": "accuracy", "qa": "exact_match", "ner": "f1"}[kind]
     assert 0 <= scores[expected] <= 100
+    if kind == "sentiment":  # exported to transformers' own class, checked against fairseq
+        from fairseq_struct.export.hf import main as export
+
+        assert export([str(tmp_path / "ckpt" / "checkpoint_best.pt"), str(tmp_path / "hf")]) == 0
+        report = json.loads((tmp_path / "hf" / "fairseq_export.json").read_text())
+        assert report["exported_as"] == "BertForSequenceClassification"
+        assert not report["remote_code"]
+        assert max(report["parity_max_abs_difference"].values()) <= 1e-4
