@@ -217,7 +217,14 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog=(
+            None
+            if not sys.argv[0].endswith("__main__.py")
+            else "python -m fairseq_struct.hf_import"
+        ),
+        description=__doc__.split("\n\n")[0],
+    )
     parser.add_argument("source", help="a Hugging Face model directory, or a hub id")
     parser.add_argument("out_dir", type=Path, help="the directory to write (new or empty)")
     parser.add_argument("--lang", default="tr", help="the language of the model's text (tr)")
