@@ -43,6 +43,7 @@ PRETRAINING_REPORT = Path("text") / "prepare_report.json"
 IMPORT_REPORT = Path("hf_import.json")
 INUKTITUT_MODEL = Path("text") / "morfessor.iu.segm"
 _NON_SPACE_RUN = re.compile(r"\S+")
+_WHITESPACE = re.compile(r"\s")  # what str.isspace calls whitespace, found in C
 
 
 class UnitError(ValueError):
@@ -218,7 +219,7 @@ def unit_spans(word: str, units: Sequence[str]) -> List[Tuple[int, int]]:
 
 
 def _check_word(word: str) -> None:
-    if not word or any(char.isspace() for char in word):
+    if not word or _WHITESPACE.search(word):
         raise UnitError(f"a word must be non-empty and hold no whitespace: {word!r}")
     for mark, name in ((WORD_START, "U+2581 (word start)"), (MORPHEME_BOUNDARY, "U+FFED")):
         if mark in word:

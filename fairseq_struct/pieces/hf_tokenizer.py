@@ -74,16 +74,18 @@ class TokenizerUnits:
             is_pretokenized=True,
             add_special_tokens=False,
         )
-        result = []
+        vocabulary, result = self.vocabulary, []
+        no_spans: List[Tuple[int, int]] = []
         for sentence, encoding in zip(sentences, encodings):
             tokens: List[List[str]] = [[] for _ in sentence]
-            spans: List[List[Tuple[int, int]]] = [[] for _ in sentence]
-            offsets = encoding.offsets if with_spans else None
             # From the ids: a unigram model's `tokens` keep an unknown piece's own text.
-            for position, (index, word) in enumerate(zip(encoding.ids, encoding.word_ids)):
-                tokens[word].append(self.vocabulary[index])
-                if offsets is not None:
-                    spans[word].append(tuple(offsets[position]))
+            for index, word in zip(encoding.ids, encoding.word_ids):
+                tokens[word].append(vocabulary[index])
+            spans: List[List[Tuple[int, int]]] = [no_spans] * len(sentence)
+            if with_spans:
+                spans = [[] for _ in sentence]
+                for (start, end), word in zip(encoding.offsets, encoding.word_ids):
+                    spans[word].append((start, end))
             for word, text in enumerate(sentence):
                 if not tokens[word]:
                     tokens[word], spans[word] = [UNKNOWN], [(0, len(text))]
