@@ -215,6 +215,15 @@ def fairseq_layout(
                 f"{source.directory}: subword_embeddings has {subwords.shape[0]} rows; BERT2D "
                 "needs M + 2 >= 3"
             )
+        configured = source.config.get(
+            "max_intermediate_subword_position_embeddings",
+            source.config.get("subword_intermediate_position_embeddings"),
+        )
+        if configured is not None and int(configured) + 2 != subwords.shape[0]:
+            raise ImportFailure(
+                f"{source.directory / 'config.json'}: M = {configured} intermediate subword "
+                f"positions, but subword_embeddings has {subwords.shape[0]} rows (M + 2 expected)"
+            )
         state[positions_key] = words
         state[ENCODER + "embed_positions.embedding.subword_positions.weight"] = subwords
         options.update(
@@ -255,6 +264,11 @@ def fairseq_layout(
     has_nsp = nsp[0] is not None
     if has_nsp and not has_pooler:
         raise ImportFailure(f"{source.directory}: an NSP layer without the pooler it reads")
+    if has_pooler and kind == "xlmr":
+        # RoBERTa was pretrained without NSP and its classification head has a dense layer of
+        # its own: the pooler some of its checkpoints carry was never trained.
+        notes.append("left out: the pooler (RoBERTa's classifier does not use one)")
+        has_pooler = False
     if has_pooler:
         state["pooler.dense.weight"], state["pooler.dense.bias"] = pooler
         options["sentence_head_from_pooler"] = True

@@ -157,3 +157,26 @@ def test_an_existing_output_directory_is_left_alone(tiny_hf_models, tmp_path, ca
     assert main([str(tiny_hf_models / "hf" / "bert-model"), str(out)]) == 1
     assert "not empty" in capsys.readouterr().err
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
+
+
+def test_a_bert2d_config_whose_m_differs_from_its_subword_table(tiny_hf_models, tmp_path, capsys):
+    source = _copy(tiny_hf_models, "bert2d-m3", tmp_path)
+    _edit_config(source, max_intermediate_subword_position_embeddings=5)
+    _fails(source, tmp_path, capsys, "M = 5", "has 5 rows (M + 2 expected)")
+
+
+def test_an_untrained_roberta_pooler_is_left_out_and_said(tiny_hf_models, tmp_path):
+    source = _copy(tiny_hf_models, "xlmr", tmp_path)
+    _edit_weights(
+        source,
+        lambda w: w.update(
+            {
+                "roberta.pooler.dense.weight": torch.zeros(32, 32),
+                "roberta.pooler.dense.bias": torch.zeros(32),
+            }
+        ),
+    )
+    assert main([str(source), str(tmp_path / "out")]) == 0
+    report = json.loads((tmp_path / "out" / "hf_import.json").read_text())
+    assert report["notes"] == ["left out: the pooler (RoBERTa's classifier does not use one)"]
+    assert "sentence_head_from_pooler" not in report["options"] and not report["pooler"]
