@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -89,7 +90,9 @@ def fairseq_checkpoint(arguments: List[str], weights: Dict[str, Any], where: Pat
     from omegaconf import OmegaConf
 
     parser = options.get_training_parser()
-    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, arguments))
+    with warnings.catch_warnings():  # hydra's deprecation notices about fairseq's own configs
+        warnings.simplefilter("ignore", UserWarning)
+        cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, arguments))
     task = tasks.setup_task(cfg.task)
     # Shapes only, on the meta device: no second copy of the weights. fairseq's initialisation
     # reads the weights' data, which meta tensors lack, so it is left out here.
