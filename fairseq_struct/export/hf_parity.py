@@ -78,6 +78,13 @@ def parity_check(
             else (logits - expected_logits)[real].abs().max()
         ),
     }
+    return checked(checkpoint, differences, tolerance)
+
+
+def checked(
+    checkpoint: FairseqCheckpoint, differences: Dict[str, float], tolerance: float
+) -> Dict[str, float]:
+    """`differences` ({output: largest |difference|}), or ExportMismatch above `tolerance`."""
     for name, difference in differences.items():
         if not difference <= tolerance:
             raise ExportMismatch(

@@ -26,7 +26,7 @@ from fairseq_struct.export.hf_checkpoint import (
     checkpoint_labels,
     checkpoint_option,
 )
-from fairseq_struct.export.hf_parity import ExportMismatch, check_inputs, fairseq_outputs
+from fairseq_struct.export.hf_parity import check_inputs, checked, fairseq_outputs
 from fairseq_struct.hf_import.layouts import ENCODER, LAYER_WEIGHTS
 from fairseq_struct.morph.units import IMPORT_REPORT, PRETRAINING_REPORT
 from fairseq_struct.pieces.hf_tokenizer import map_vocabulary, special_tokens
@@ -234,7 +234,7 @@ def stock_parity_check(
     checkpoint: FairseqCheckpoint, export: StockExport, tolerance: float = 1e-4
 ) -> Dict[str, float]:
     """fairseq and the exported model on the same batch (each in its own ids); raises
-    ExportMismatch above `tolerance`."""
+    `hf_parity.ExportMismatch` above `tolerance`."""
     tokens = check_inputs(checkpoint.dictionary, checkpoint.model.encoder.max_positions())
     expected_hidden, expected_logits = fairseq_outputs(checkpoint, tokens)
     hf_tokens = export.hf_ids[tokens]
@@ -255,10 +255,4 @@ def stock_parity_check(
         "hidden_states": float((hidden - expected_hidden)[real].abs().max()),
         "logits": float(logits_difference),
     }
-    for name, difference in differences.items():
-        if not difference <= tolerance:
-            raise ExportMismatch(
-                f"{checkpoint.path}: the exported model's {name} differ from fairseq's by "
-                f"{difference:.3g} (> {tolerance}): the export would compute something else"
-            )
-    return differences
+    return checked(checkpoint, differences, tolerance)
