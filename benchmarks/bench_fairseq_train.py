@@ -4,7 +4,7 @@ bench_gpu_training.py times the update alone; here `fairseq-train --user-dir fai
 runs as a user runs it, with its data loading, logging and the trainer's own synchronisations,
 on synthetic binarized data (random sentences of --sentence-len tokens over a joined dictionary,
 written with fairseq's indexed dataset builder): once with fairseq's per-tensor optimizer step,
-gradient norm and master-weight copies put back (fairseq_struct.testing.stock_fairseq, as if
+gradient norm and master-weight copies put back (fairseq_struct.fixes.stock_update, as if
 the plugin had no repairs: `stock`), once as installed (`project`). Each run trains --updates
 updates; the rate is measured from the end of update --skip to the end of the last (the device
 synchronised at both ends), so start-up, data loading's first batches and warm-up stay out.
@@ -40,7 +40,7 @@ import torch
 from fairseq.trainer import Trainer
 from fairseq_cli.train import cli_main
 
-from fairseq_struct.testing.stock_fairseq import restore_stock_updates
+from fairseq_struct.fixes.stock_update import restore_stock_updates
 
 update, skip, out_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 del sys.argv[1:4]

@@ -38,10 +38,10 @@ from bench_tp_training_throughput import synthetic_batch
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 
 import fairseq_struct  # noqa: F401  (registers the models, applies the repairs)
+from fairseq_struct.fixes.stock_update import restore_stock_updates
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.testing.fairseq_optimizers import build_fairseq_optimizer
 from fairseq_struct.testing.operation_count import KernelOperationCounter
-from fairseq_struct.testing.stock_fairseq import restore_stock_updates
 
 OPTIMIZER_FLAGS = {
     "adam": ["--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "0.0005"],

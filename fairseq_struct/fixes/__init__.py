@@ -17,6 +17,7 @@ repairs share). Importing `fairseq_struct` imports this package first.
 | `multi_tensor_master_weights` | `--fp16` / `--bf16` copy the gradients into the fp32 master weights, zero them and copy the weights back one tensor at a time (never flattened under `--bf16`): three launches per tensor an update; here one `_foreach_*` operation each | none filed (the bf16 choice is fairseq's, "faster on TPUs") |
 | `multi_tensor_adafactor` | `Adafactor.step` (`--optimizer adafactor`, the paper's translation recipe) runs ~25 operations per parameter tensor: a third of a tiny TP-Transformer's CPU update, thousands of kernel launches a step on a GPU; grouped here (stacked matrices, `_foreach_*`) with fairseq's arithmetic and state | fairseq's answer is apex (facebookresearch/fairseq#940), which has no Adafactor |
 | `overflow_without_cuda` | `--fp16` on a machine without CUDA stops at its first gradient overflow: the trainer's overflow handler makes its zero norm with `.cuda()`; here the step is skipped and the scale lowered as on a GPU | none filed |
+| `stock_update` | not a repair: `FAIRSEQ_STRUCT_STOCK_UPDATE=1` puts fairseq's own update back (the four `multi_tensor_*` repairs off, the others on), and a training process logs which repairs are in force | – |
 | `cli_logging` | importing fairseq leaves the root logger at DEBUG, so library chatter floods the project's command lines; applied by each command line (`configure_logging()`), not on import | none filed |
 """
 
@@ -30,3 +31,12 @@ from fairseq_struct.fixes import multi_tensor_master_weights  # noqa: F401
 from fairseq_struct.fixes import multiprocess_training  # noqa: F401
 from fairseq_struct.fixes import numpy_compat  # noqa: F401
 from fairseq_struct.fixes import overflow_without_cuda  # noqa: F401
+from fairseq_struct.fixes.stock_update import (
+    log_active_repairs,
+    restore_stock_updates,
+    stock_update_requested,
+)
+
+if stock_update_requested():
+    restore_stock_updates()
+log_active_repairs()

@@ -2,7 +2,7 @@
 Adam and Adafactor, `_foreach_norm` and the `_foreach_copy_` master weights of
 fairseq_struct/fixes): 100 updates of tp_transformer_tiny on the demo data give, update by
 update, the loss and gradient norm of fairseq's own per-tensor update
-(fairseq_struct.testing.stock_fairseq) within 1e-5 relative (on a CPU they are equal), with
+(fairseq_struct.fixes.stock_update) within 1e-5 relative (on a CPU they are equal), with
 --update-freq 2, --clip-norm and weight decay, on two ranks (gloo), and from a checkpoint
 written by one update and resumed by the other. Batches of 64 tokens keep the 100 updates cheap.
 Half precision: 30 updates of --fp16 with Adam whose loss scale starts high enough to overflow
@@ -32,7 +32,7 @@ import sys
 from fairseq.trainer import Trainer
 from fairseq_cli.train import cli_main
 
-from fairseq_struct.testing.stock_fairseq import restore_stock_updates
+from fairseq_struct.fixes.stock_update import restore_stock_updates
 
 update, records_path = sys.argv[1:3]
 del sys.argv[1:3]
