@@ -206,11 +206,13 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
         # The data directory is OUT_DIR once the staging directory is renamed into place.
         checkpoint["cfg"]["task"]["data"] = str(out_dir.resolve())
         checkpoint["cfg"]["model"].data = str(out_dir.resolve())
-        report["parameters"] = sum(
-            value.numel()
+        # Each tensor once (a tied decoder is the token table), fairseq's version markers aside.
+        distinct = {
+            value.data_ptr(): value.numel()
             for key, value in checkpoint["model"].items()
-            if "lm_head.weight" not in key
-        )
+            if not key.endswith(".version")
+        }
+        report["parameters"] = sum(distinct.values())
         torch.save(checkpoint, staging / CHECKPOINT_FILE)
         (staging / IMPORT_REPORT).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
         publish_directory(staging, out_dir)

@@ -8,6 +8,7 @@ The vocabularies are trained on the Turkish text of ../shared/data (real words, 
 accents and punctuation); without it these tests skip, saying so.
 """
 
+import json
 from pathlib import Path
 from typing import Dict, List
 
@@ -90,6 +91,9 @@ def test_imported_bert_and_xlmr_match_transformers(tiny_hf_models, name, model_c
     reference = getattr(transformers, model_class).from_pretrained(str(source)).eval()
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
     model, dictionary = load_imported(tiny_hf_models / "imported" / name)
+    if name.startswith("bert-") and name != "bert-model":  # every weight, each once
+        report = json.loads((tiny_hf_models / "imported" / name / "hf_import.json").read_text())
+        assert report["parameters"] == sum(p.numel() for p in reference.parameters())
     for kind, batch in batches(tokenizer, turkish_lines()[100:114]).items():
         mask = batch["attention_mask"].bool()
         assert not mask.all(), "the batch must have padding"

@@ -1,6 +1,7 @@
 """scripts/prepare-mlm.sh --units wordpiece: a WordPiece vocabulary trained with `tokenizers`
 (the vocabulary type of BERTurk and the BERT2D paper), text cut as fine-tuning cuts labelled
-words, word starts from `##`, and BERT2D pretrained on it with whole-word masking."""
+words, word starts from `##`, and BERT2D pretrained on it with whole-word masking and
+Whole-Word Attention."""
 
 import json
 
@@ -87,10 +88,11 @@ def test_bert2d_pretrains_on_wordpiece_with_words_from_the_continuation_mark(
             venv_tool("fairseq-train"),
             *tiny_mlm_train_args(
                 wordpiece_run, tmp_path, 3, "--arch", "bert2d_tiny", "--mask-strategy",
-                "whole_word",
+                "whole_word", "--whole-word-attention",
             ),
         ],
         cwd=tmp_path,
     )  # fmt: skip
     checkpoint = torch.load(str(tmp_path / "checkpoint_last.pt"), weights_only=False)
     assert checkpoint["cfg"]["model"].arch == "bert2d_tiny"
+    assert checkpoint["cfg"]["model"].whole_word_attention  # word groups from `##` too
