@@ -29,11 +29,10 @@ import logging
 import math
 import random
 import re
-import time
 import unicodedata
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 from fairseq_struct.corpus_io import atomic_write_lines
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY
@@ -307,38 +306,3 @@ def _refuse_boundary_mark(line: str, where: str) -> None:
             f"{where} already contains the morpheme boundary mark {MORPHEME_BOUNDARY!r} "
             f"(U+FFED) at character {line.index(MORPHEME_BOUNDARY) + 1}: {line[:80]!r}"
         )
-
-
-def segment_corpus(
-    lines: Sequence[str], train_lines: int, model_path: PathLike
-) -> Tuple[List[str], Dict[str, object]]:
-    """Segment `lines`, learning from the first `train_lines` of them.
-
-    The model is read from `model_path` when that file exists (a rerun reuses it, and so gives
-    the same segmentation; delete the file to learn from new training text) and is otherwise
-    trained and saved there. Returns the segmented lines and statistics for prepare's report.
-    """
-    model_path = Path(model_path)
-    started = time.monotonic()
-    reused = model_path.exists()
-    if reused:
-        logger.info("reusing the Morfessor model %s", model_path)
-        segmenter = InuktitutSegmenter.load(model_path)
-    else:
-        logger.info("training Morfessor on %d training lines", train_lines)
-        segmenter = InuktitutSegmenter()
-        segmenter.train(lines[:train_lines])
-        segmenter.save(model_path)
-    built = time.monotonic()
-    segmented = [segmenter.segment(line) for line in lines]
-    seconds = time.monotonic() - built
-    return segmented, {
-        "lines": len(lines),
-        "tokens": segmenter.words,
-        "build_seconds": round(built - started, 2),
-        "seconds": round(seconds, 2),
-        "tokens_per_second": round(segmenter.words / seconds) if seconds > 0 else None,
-        "workers": 1,
-        "model": str(model_path),
-        "model_reused": reused,
-    }
