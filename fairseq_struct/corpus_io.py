@@ -26,6 +26,7 @@ written as `*.raw.*` for scoring) and the report counts the lines normalised.
 
 import json
 import os
+import shutil
 import tempfile
 from collections import Counter
 from contextlib import contextmanager
@@ -284,6 +285,20 @@ def atomic_writer(path: PathLike) -> Iterator[BinaryIO]:
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+@contextmanager
+def staged_directory(out_dir: Path) -> Iterator[Path]:
+    """A sibling folder to write OUT_DIR's files into, published as OUT_DIR when the block ends
+    without an error (`publish_directory`) and removed in any case: a failed run leaves nothing
+    behind, and a new OUT_DIR appears whole."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}-"))
+    try:
+        yield staging
+        publish_directory(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def publish_directory(staging: Path, out_dir: Path) -> None:

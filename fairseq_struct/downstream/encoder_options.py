@@ -14,7 +14,6 @@ same architecture trained from scratch.
 import argparse
 import shlex
 import sys
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 # Options of the encoder (dimensions, structure, regularisation) that fine-tuning must repeat.
@@ -75,11 +74,6 @@ def encoder_arguments(config: Dict[str, Any]) -> List[str]:
     return arguments
 
 
-def pretrained_checkpoint(path: str) -> str:
-    """The checkpoint of `path`: itself, or the model.pt of an imported model's directory."""
-    return str(Path(path) / "model.pt") if Path(path).is_dir() else path
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -88,10 +82,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     )
     args = parser.parse_args(argv)
     from fairseq_struct.fixes.checkpoint_safety import load_checkpoint
+    from fairseq_struct.hf_import.directory import imported_checkpoint
 
     try:
         arguments = encoder_arguments(
-            model_config(load_checkpoint(pretrained_checkpoint(args.checkpoint)))
+            model_config(load_checkpoint(str(imported_checkpoint(args.checkpoint))))
         )
     except (OSError, ValueError) as error:
         print(f"error: {args.checkpoint}: {error}", file=sys.stderr)

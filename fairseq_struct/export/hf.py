@@ -43,11 +43,10 @@ import json
 import logging
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-from fairseq_struct.corpus_io import publish_directory
+from fairseq_struct.corpus_io import staged_directory
 from fairseq_struct.export.hf_checkpoint import (
     FairseqCheckpoint,
     TextUnits,
@@ -184,11 +183,7 @@ def export(
         "parity_max_abs_difference": differences,
         "transformers_version": transformers_version,
     }
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    # Written into a sibling folder first: a failed export leaves nothing behind, and a new
-    # OUT_DIR appears whole (renamed into place).
-    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}-"))
-    try:
+    with staged_directory(out_dir) as staging:
         model.save_pretrained(str(staging))
         if not native:
             for module in (CONFIG_MODULE, MODELING_MODULE):
@@ -199,9 +194,6 @@ def export(
             max_positions = int(checkpoint.model.encoder.max_positions())
             write_tokenizer(checkpoint, units, staging, max_positions)
         (staging / EXPORT_REPORT).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
-        publish_directory(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return report
 
 

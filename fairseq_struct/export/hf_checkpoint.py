@@ -106,6 +106,22 @@ def load_checkpoint(path: Path, data: Optional[str] = None) -> FairseqCheckpoint
     return FairseqCheckpoint(path, models[0].eval(), cfg, task)
 
 
+def finetune_report(checkpoint: FairseqCheckpoint) -> Dict[str, Any]:
+    """The `finetune.json` of a fine-tuned checkpoint's data directory ({} for pretraining)."""
+    path = checkpoint.data_dir / "finetune.json"
+    return json.loads(path.read_text("utf-8")) if path.exists() else {}
+
+
+def pretraining_directory(
+    checkpoint: FairseqCheckpoint, pretraining_data: Optional[Path] = None
+) -> Path:
+    """Where the run's units are recorded: the option, else the fine-tuning data's pretraining
+    directory, else the checkpoint's own data directory (a pretraining run or an import)."""
+    if pretraining_data is not None:
+        return pretraining_data
+    return Path(finetune_report(checkpoint).get("pretraining_data", checkpoint.data_dir))
+
+
 def text_units(
     checkpoint: FairseqCheckpoint,
     pretraining_data: Optional[Path] = None,
@@ -115,11 +131,8 @@ def text_units(
     that `scripts/prepare-mlm.sh` and `downstream.prepare` wrote (or the options)."""
     from fairseq_struct.models.bert_elmo import BertElmoModel
 
-    finetune_report: Dict[str, Any] = {}
-    if (checkpoint.data_dir / "finetune.json").exists():
-        finetune_report = json.loads((checkpoint.data_dir / "finetune.json").read_text("utf-8"))
-    if pretraining_data is None:
-        pretraining_data = Path(finetune_report.get("pretraining_data", checkpoint.data_dir))
+    fine_tuning = finetune_report(checkpoint)
+    pretraining_data = pretraining_directory(checkpoint, pretraining_data)
     prepare_report: Dict[str, Any] = {}
     report_path = pretraining_data / "text" / "prepare_report.json"
     if report_path.exists():
@@ -127,7 +140,7 @@ def text_units(
     words = (
         isinstance(checkpoint.model, BertElmoModel)
         or bool(getattr(checkpoint.cfg.task, "tokens_are_words", False))
-        or bool(finetune_report.get("tokens_are_words"))
+        or bool(fine_tuning.get("tokens_are_words"))
         or prepare_report.get("units") == "words"
     )
     mode = prepare_report.get("mode", "unknown")

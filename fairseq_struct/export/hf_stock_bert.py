@@ -25,14 +25,21 @@ from fairseq_struct.export.hf_checkpoint import (
     UnsupportedCheckpoint,
     checkpoint_labels,
     checkpoint_option,
+    pretraining_directory,
 )
 from fairseq_struct.export.hf_parity import check_inputs, checked, fairseq_outputs
+from fairseq_struct.hf_import.directory import HF_TOKENIZER_DIR
+from fairseq_struct.hf_import.layouts import ACTIVATIONS as IMPORTED_ACTIVATIONS
 from fairseq_struct.hf_import.layouts import ENCODER, LAYER_WEIGHTS
 from fairseq_struct.morph.units import IMPORT_REPORT, PRETRAINING_REPORT
-from fairseq_struct.pieces.hf_tokenizer import map_vocabulary, special_tokens
+from fairseq_struct.pieces.hf_tokenizer import (
+    BERT_VOCABULARY_FILE,
+    map_vocabulary,
+    special_tokens,
+)
 
-HF_TOKENIZER_DIR = "hf_tokenizer"
-ACTIVATIONS = {"gelu": "gelu", "gelu_accurate": "gelu_new"}
+# transformers' name of each fairseq activation: the import's table, read backwards.
+ACTIVATIONS = {fairseq: hf for hf, fairseq in IMPORTED_ACTIVATIONS.items()}
 
 
 @dataclass
@@ -44,17 +51,12 @@ class StockExport:
 
 def tokenizer_units_dir(checkpoint: FairseqCheckpoint, pretraining_data: Optional[Path]) -> Any:
     """The directory of the checkpoint's units when they are a tokenizer's, else None."""
-    candidates = [pretraining_data] if pretraining_data else []
-    report = checkpoint.data_dir / "finetune.json"
-    if report.exists():
-        candidates.append(Path(json.loads(report.read_text("utf-8"))["pretraining_data"]))
-    candidates.append(checkpoint.data_dir)
-    for directory in candidates:
-        if (directory / IMPORT_REPORT).exists():
-            return directory
-        prepared = directory / PRETRAINING_REPORT
-        if prepared.exists() and json.loads(prepared.read_text("utf-8"))["units"] == "tokenizer":
-            return directory
+    directory = pretraining_directory(checkpoint, pretraining_data)
+    if (directory / IMPORT_REPORT).exists():
+        return directory
+    prepared = directory / PRETRAINING_REPORT
+    if prepared.exists() and json.loads(prepared.read_text("utf-8"))["units"] == "tokenizer":
+        return directory
     return None
 
 
@@ -69,7 +71,10 @@ def _tokenizer(units_dir: Path) -> Any:
         )
     report = json.loads((units_dir / PRETRAINING_REPORT).read_text("utf-8"))
     lowercase = bool(report.get("wordpiece", {}).get("lowercase", False))
-    return BertTokenizer(vocab=str(units_dir / "text" / "vocab.txt"), do_lower_case=lowercase)
+    return BertTokenizer(
+        vocab=str(units_dir / PRETRAINING_REPORT.parent / BERT_VOCABULARY_FILE),  # text/
+        do_lower_case=lowercase,
+    )
 
 
 def _is_xlmr(units_dir: Path) -> bool:

@@ -12,6 +12,7 @@ from typing import Dict, List, Optional, Tuple
 
 from fairseq_struct.commands import environment_tool
 from fairseq_struct.grid.steps import GridError, Step, python_command, scripts_dir
+from fairseq_struct.hf_import.directory import REPORT_FILE, imported_checkpoint
 
 TASKS = ("ner", "pos", "sentiment", "qa")
 INITS = ("pretrained", "scratch")
@@ -170,7 +171,7 @@ class EncoderGrid:
 
     def checkpoint(self, encoder: str) -> Path:
         if encoder not in ENCODERS:
-            return Path(dict(self.imported)[encoder]) / "model.pt"
+            return imported_checkpoint(dict(self.imported)[encoder])
         return self.pretraining_dir(encoder) / "checkpoints" / "checkpoint_best.pt"
 
     def run_dir(self, encoder: str, task: str, init: str, seed: int) -> Path:
@@ -318,9 +319,9 @@ def check_systems(grid: EncoderGrid) -> None:
     for name, directory in grid.imported:
         if name in ENCODERS:
             raise GridError(f"--imported {name}: the name of a named encoder; choose another")
-        if not (Path(directory) / "hf_import.json").is_file():
+        if not (Path(directory) / REPORT_FILE).is_file():
             raise GridError(
-                f"--imported {name}={directory}: no hf_import.json there (make it with "
+                f"--imported {name}={directory}: no {REPORT_FILE} there (make it with "
                 "python -m fairseq_struct.hf_import SOURCE DIR)"
             )
 

@@ -22,20 +22,18 @@ import argparse
 import json
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import warnings
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 from unittest.mock import patch
 
-from fairseq_struct.corpus_io import publish_directory
+from fairseq_struct.corpus_io import staged_directory
+from fairseq_struct.hf_import.directory import CHECKPOINT_FILE, HF_TOKENIZER_DIR, REPORT_FILE
 from fairseq_struct.hf_import.layouts import FairseqLayout, fairseq_layout, model_kind
 from fairseq_struct.hf_import.source import ImportFailure, load_weights, open_source
 from fairseq_struct.hf_import.vocabulary import load_tokenizer, word_start_convention
-from fairseq_struct.morph.units import IMPORT_REPORT
 from fairseq_struct.pieces.hf_tokenizer import (
     TOKENIZER_FILE,
     VocabularyError,
@@ -45,8 +43,6 @@ from fairseq_struct.pieces.hf_tokenizer import (
 
 logger = logging.getLogger("fairseq_struct.hf_import")
 
-CHECKPOINT_FILE = "model.pt"
-HF_TOKENIZER_DIR = "hf_tokenizer"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 
 
@@ -194,9 +190,7 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
         "notes": layout.notes,
         "checkpoint": CHECKPOINT_FILE,
     }
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}-"))
-    try:
+    with staged_directory(out_dir) as staging:
         (staging / "dict.txt").write_text("\n".join(mapping.dictionary_lines()) + "\n", "utf-8")
         (staging / TOKENIZER_FILE).write_text(tokenizer.backend_tokenizer.to_str(), "utf-8")
         tokenizer.save_pretrained(str(staging / HF_TOKENIZER_DIR))
@@ -214,10 +208,7 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
         }
         report["parameters"] = sum(distinct.values())
         torch.save(checkpoint, staging / CHECKPOINT_FILE)
-        (staging / IMPORT_REPORT).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
-        publish_directory(staging, out_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        (staging / REPORT_FILE).write_text(json.dumps(report, indent=2) + "\n", "utf-8")
     return report
 
 

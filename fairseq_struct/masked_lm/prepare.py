@@ -30,8 +30,9 @@ does not grow with the corpus, and goes through these stages:
    characters, never as <unk>).
 
 Output in --out-dir, written atomically: {split}.txt per split, document breaks kept; spm.model
-(pieces), dict.txt (words), or tokenizer.json, vocab.txt and dict.txt (wordpiece); prepare_report.json (lines dropped and why, documents, tokens per
-word, SentencePiece training lines and sample, chunks done and reused, seconds per stage). A run
+(pieces), dict.txt (words), or tokenizer.json, vocab.txt and dict.txt (wordpiece);
+prepare_report.json (lines dropped and why, documents, tokens per word, SentencePiece training
+lines and sample, chunks done and reused, seconds per stage). A run
 that was killed starts again from its finished chunks, kept in OUT_DIR/.prepare-work
 (`morph.chunk_store`, removed when the run completes). Each stage shows its progress (a bar on
 a terminal, else a log line every million lines). `scripts/prepare-mlm.sh` runs this and then
@@ -89,7 +90,12 @@ from fairseq_struct.morph.segmenters import (
     open_segmenter,
 )
 from fairseq_struct.morph.sentencepiece_model import MODEL_TYPES, SentencePieceModel
-from fairseq_struct.pieces.hf_tokenizer import TOKENIZER_FILE, TokenizerUnits, map_vocabulary
+from fairseq_struct.pieces.hf_tokenizer import (
+    BERT_VOCABULARY_FILE,
+    TOKENIZER_FILE,
+    TokenizerUnits,
+    map_vocabulary,
+)
 from fairseq_struct.progress import StageProgress
 
 logger = logging.getLogger("fairseq_struct.masked_lm.prepare")
@@ -347,13 +353,17 @@ def _wordpiece_vocabulary(
     atomic_write_bytes(args.out_dir / TOKENIZER_FILE, trainer.to_str().encode("utf-8"))
     vocabulary = trainer.get_vocab()
     by_id = sorted(vocabulary, key=vocabulary.__getitem__)
-    atomic_write_lines(args.out_dir / "vocab.txt", by_id)  # BERT's vocabulary file
+    atomic_write_lines(args.out_dir / BERT_VOCABULARY_FILE, by_id)
     mapping = map_vocabulary(
         vocabulary, WORDPIECE_SPECIALS, len(vocabulary), args.out_dir / TOKENIZER_FILE
     )
     atomic_write_lines(args.out_dir / WORDS_DICTIONARY_FILE, mapping.dictionary_lines())
-    settings = {"tokenizer": str(args.out_dir / TOKENIZER_FILE), "vocab_size": len(vocabulary)}
-    return {**settings, "lowercase": args.lowercase}, mapping.special_names
+    settings = {
+        "tokenizer": str(args.out_dir / TOKENIZER_FILE),
+        "vocab_size": len(vocabulary),
+        "lowercase": args.lowercase,
+    }
+    return settings, mapping.special_names
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,6 @@ class EncoderStructureOptions:
     whole_word_attention: bool
     wwa_window: int
     restart_word_positions: bool
-    layer_norm_eps: float
 
     @classmethod
     def from_args(cls, args: Any) -> "EncoderStructureOptions":
@@ -67,9 +66,8 @@ class EncoderStructureOptions:
             relative_positions=args.relative_positions,
             whole_word_attention=args.whole_word_attention,
             wwa_window=args.wwa_window,
-            # Options newer than some checkpoints: their defaults are what those were built as.
+            # Newer than some checkpoints: its default is what those were built as.
             restart_word_positions=safe_getattr(args, "restart_word_positions", False),
-            layer_norm_eps=safe_getattr(args, "layer_norm_eps", 1e-5),
         )
         if safe_getattr(args, "checkpoint_activations", False):
             raise ValueError(

@@ -152,7 +152,7 @@ class StructRobertaModel(RobertaModel):
                 task.source_dictionary, safe_getattr(args, "tokens_are_words", False)
             )
         model = cls(args, cls.encoder_class(args, task.source_dictionary, word_starts))
-        set_layer_norm_eps(model, safe_getattr(args, "layer_norm_eps", None) or 1e-5)
+        set_layer_norm_eps(model, safe_getattr(args, "layer_norm_eps", 1e-5))
         return model
 
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:

@@ -34,13 +34,14 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 from fairseq.data import Dictionary
 
+from fairseq_struct.hf_import.directory import REPORT_FILE as IMPORT_REPORT_FILE
 from fairseq_struct.pieces.hf_tokenizer import TOKENIZER_FILE, TokenizerUnits
 from fairseq_struct.pieces.markers import MORPHEME_BOUNDARY, WORD_START
 
 PathLike = Union[str, Path]
 
 PRETRAINING_REPORT = Path("text") / "prepare_report.json"
-IMPORT_REPORT = Path("hf_import.json")
+IMPORT_REPORT = Path(IMPORT_REPORT_FILE)
 INUKTITUT_MODEL = Path("text") / "morfessor.iu.segm"
 _NON_SPACE_RUN = re.compile(r"\S+")
 _WHITESPACE = re.compile(r"\s")  # what str.isspace calls whitespace, found in C

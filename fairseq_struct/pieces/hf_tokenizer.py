@@ -12,7 +12,7 @@ and in every cut, and every other token follows in the tokenizer's order (`map_v
 Each word is tokenized alone, without special tokens: BERT's pre-tokenizer splits at
 whitespace and punctuation, XLM-R's at whitespace, and their normalisers work character by
 character, so a sentence's pieces are its words' pieces put together (checked against the
-tokenizers on real text by tests/pieces/test_hf_tokenizer.py). A word the tokenizer gives no
+tokenizers on real text by tests/hf_import/test_tokenizer_units.py). A word the tokenizer gives no
 piece for (only characters its cleaning removes) becomes one unknown token.
 """
 
@@ -24,6 +24,7 @@ from typing import Dict, List, Mapping, Sequence, Tuple, Union
 PathLike = Union[str, Path]
 
 TOKENIZER_FILE = "tokenizer.json"
+BERT_VOCABULARY_FILE = "vocab.txt"  # BERT's vocabulary, one token a line in id order
 # fairseq's roles of the special tokens, by the attribute name transformers gives each.
 FAIRSEQ_SPECIALS = {
     "cls_token": "<s>",

@@ -13,15 +13,10 @@ from pathlib import Path
 from typing import Dict, List
 
 import torch
+from conftest import SHARED_DATA
 
 # Real Turkish text (../shared/data); the tests that read it skip, saying so, where it is absent.
-TURKISH_TEXT = (
-    Path(__file__).resolve().parents[2].parent
-    / "shared"
-    / "data"
-    / "tr-raw"
-    / ("tr_wikiner_train_sentences.txt")
-)
+TURKISH_TEXT = SHARED_DATA / "tr-raw" / "tr_wikiner_train_sentences.txt"
 BERT2D_M = (1, 2, 3, 10)
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
