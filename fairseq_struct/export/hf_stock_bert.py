@@ -2,12 +2,14 @@
 BERTurk, mBERT or XLM-R, fine-tuned or not, or the plugin's `bert` pretrained on WordPiece.
 
 transformers' own classes compute these exactly: BertForMaskedLM /
-BertForSequenceClassification (XLMRobertaFor... for XLM-R), with the vocabulary back in the
-tokenizer's order and the tokenizer itself, so the exported directory is a stock one (no remote
-code) and an unchanged import gives back the original model's outputs. The sentence head is
-BERT's pooler (dense + tanh on the first token) and classifier. What these classes cannot
-compute (2D positions, relative positions, Whole-Word Attention, the plugin's token heads,
-whose dense layer BertForTokenClassification lacks) is refused.
+BertForSequenceClassification / BertForTokenClassification (XLMRobertaFor... for XLM-R), with
+the vocabulary back in the tokenizer's order and the tokenizer itself, so the exported directory
+is a stock one (no remote code) and an unchanged import gives back the original model's outputs.
+The sentence head is BERT's pooler (dense + tanh on the first token) and classifier. BERT's
+token classifier is one linear layer: a softmax token head fine-tuned with
+`--pooler-activation-fn linear` is two linear layers in a row, which the export multiplies into
+one. What these classes cannot compute (2D positions, relative positions, Whole-Word Attention,
+a tanh between the token head's layers, the CRF and CSE heads) is refused.
 """
 
 import json
@@ -21,6 +23,7 @@ from torch import Tensor
 from fairseq_struct.export.hf_checkpoint import (
     MASKED_LM,
     SEQUENCE_CLASSIFICATION,
+    TOKEN_CLASSIFICATION,
     FairseqCheckpoint,
     UnsupportedCheckpoint,
     checkpoint_labels,
@@ -106,11 +109,18 @@ def check_stock(checkpoint: FairseqCheckpoint) -> None:
         raise UnsupportedCheckpoint(f"{where}: positions other than 1D cannot be exported yet")
     if checkpoint_option(args, "activation_fn", "gelu") not in ACTIVATIONS:
         raise UnsupportedCheckpoint(f"{where}: --activation-fn cannot be exported to BERT")
-    if checkpoint.kind not in (MASKED_LM, SEQUENCE_CLASSIFICATION):
-        raise UnsupportedCheckpoint(
-            f"{where}: token classification of a tokenizer's units cannot be exported yet (the "
-            "plugin's token heads have a dense layer that BertForTokenClassification lacks)"
-        )
+    if checkpoint.kind == TOKEN_CLASSIFICATION:
+        head = checkpoint.model.classification_heads[checkpoint.head_name]
+        if head.head_type != "softmax":
+            raise UnsupportedCheckpoint(
+                f"{where}: --head {head.head_type} has no transformers class (BERT's token "
+                "classifier is a softmax head)"
+            )
+        if checkpoint_option(args, "pooler_activation_fn", "tanh") != "linear":
+            raise UnsupportedCheckpoint(
+                f"{where}: BERT's token classifier is one linear layer; fine-tune with "
+                "`-- --pooler-activation-fn linear` (finetune.sh) to export a token head"
+            )
     if checkpoint.kind == SEQUENCE_CLASSIFICATION and (
         checkpoint_option(args, "pooler_activation_fn", "tanh") != "tanh"
     ):
@@ -132,7 +142,11 @@ def build_stock_model(checkpoint: FairseqCheckpoint, units_dir: Path) -> StockEx
     xlmr = _is_xlmr(units_dir)
     config = _config(checkpoint, tokenizer, xlmr)
     family = "XLMRoberta" if xlmr else "Bert"
-    task = "MaskedLM" if checkpoint.kind == MASKED_LM else "SequenceClassification"
+    task = {
+        MASKED_LM: "MaskedLM",
+        SEQUENCE_CLASSIFICATION: "SequenceClassification",
+        TOKEN_CLASSIFICATION: "TokenClassification",
+    }[checkpoint.kind]
     model = getattr(transformers, f"{family}For{task}")(config)
     model.load_state_dict(_weights(checkpoint, hf_ids, xlmr, config), strict=True)
     if checkpoint.kind == MASKED_LM:
@@ -161,14 +175,15 @@ def _config(checkpoint: FairseqCheckpoint, tokenizer: Any, xlmr: bool) -> Any:
         pad_token_id=tokenizer.pad_token_id,
         max_position_embeddings=positions + (tokenizer.pad_token_id + 1 if xlmr else 0),
     )
-    if checkpoint.kind == SEQUENCE_CLASSIFICATION:
+    if checkpoint.kind != MASKED_LM:
         labels, problem = checkpoint_labels(checkpoint)
         values.update(
             num_labels=len(labels),
             id2label=dict(enumerate(labels)),
             label2id={label: i for i, label in enumerate(labels)},
-            problem_type=problem or "single_label_classification",
         )
+        if checkpoint.kind == SEQUENCE_CLASSIFICATION:
+            values.update(problem_type=problem or "single_label_classification")
     if xlmr:
         values.update(bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id)
         return transformers.XLMRobertaConfig(**values)
@@ -221,6 +236,13 @@ def _weights(checkpoint: FairseqCheckpoint, hf_ids: Tensor, xlmr: bool, config: 
         weights[bias] = state[head + "bias"][inverse]
         weights[decoder + ".weight"] = state[head + "weight"][inverse]
         weights[decoder + ".bias"] = weights[bias]
+    elif checkpoint.kind == TOKEN_CLASSIFICATION:
+        # out_proj(dense(x)), with no activation between them, is one linear layer.
+        head = f"classification_heads.{checkpoint.head_name}."
+        dense_weight, dense_bias = state[head + "dense.weight"], state[head + "dense.bias"]
+        out_weight, out_bias = state[head + "out_proj.weight"], state[head + "out_proj.bias"]
+        weights["classifier.weight"] = out_weight @ dense_weight
+        weights["classifier.bias"] = out_weight @ dense_bias + out_bias
     else:
         head = f"classification_heads.{checkpoint.head_name}."
         if xlmr:  # RobertaClassificationHead: dense + tanh + out_proj, as fairseq's
@@ -253,9 +275,10 @@ def stock_parity_check(
     logits = export.model(**inputs).logits
     if checkpoint.kind == MASKED_LM:
         logits = logits[..., export.hf_ids]  # back to fairseq's order
-        logits_difference = (logits - expected_logits)[real].abs().max()
-    else:
+    if checkpoint.kind == SEQUENCE_CLASSIFICATION:
         logits_difference = (logits - expected_logits).abs().max()
+    else:
+        logits_difference = (logits - expected_logits)[real].abs().max()
     differences = {
         "hidden_states": float((hidden - expected_hidden)[real].abs().max()),
         "logits": float(logits_difference),
