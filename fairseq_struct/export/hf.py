@@ -28,7 +28,8 @@ dictionary; `spm.model` for pieces; `tokenizer_config.json`), the code transform
 `fairseq_export.json` (where it came from, what was left out, the parity check).
 Stock roberta whose options transformers' own `RobertaForMaskedLM` /
 `RobertaForSequenceClassification` computes exactly is written as such (`model_type` "roberta");
-everything else uses the exported code. Before writing, the export runs fairseq and the
+everything else uses the exported code. A model on a Hugging Face tokenizer's units (an import,
+or WordPiece pretraining) keeps that tokenizer and its ids (hf_tokenizer_units.py). Before writing, the export runs fairseq and the
 transformers model on the same batch and stops if they differ (`--no-check` skips that).
 
 An option the exported model cannot compute (quantization noise, spectral norm, sinusoidal
@@ -63,9 +64,9 @@ from fairseq_struct.export.hf_model import (
     build_hf_model,
 )
 from fairseq_struct.export.hf_parity import ExportMismatch, parity_check
-from fairseq_struct.export.hf_stock_bert import (
-    build_stock_model,
-    stock_parity_check,
+from fairseq_struct.export.hf_tokenizer_units import (
+    build_tokenizer_units_model,
+    tokenizer_parity_check,
     tokenizer_units_dir,
 )
 
@@ -160,10 +161,10 @@ def export(
         raise FileExistsError(f"{out_dir} is not empty (pass --overwrite to replace its files)")
     checkpoint = load_checkpoint(Path(checkpoint_path), data)
     units_dir = tokenizer_units_dir(checkpoint, pretraining_data)
-    if units_dir is not None:  # a Hugging Face tokenizer's units: transformers' own classes
-        stock = build_stock_model(checkpoint, units_dir)
-        model, native, left_out = stock.model, True, []
-        differences = stock_parity_check(checkpoint, stock) if check else None
+    if units_dir is not None:  # a Hugging Face tokenizer's units, ids and tokenizer
+        exported = build_tokenizer_units_model(checkpoint, units_dir)
+        model, native, left_out = exported.model, exported.native, []
+        differences = tokenizer_parity_check(checkpoint, exported) if check else None
         units = TextUnits("tokenizer", None, "none")
     else:
         units = text_units(checkpoint, pretraining_data, spm_model)
@@ -189,7 +190,7 @@ def export(
             for module in (CONFIG_MODULE, MODELING_MODULE):
                 shutil.copyfile(HF_CODE / f"{module}.py", staging / f"{module}.py")
         if units_dir is not None:
-            stock.tokenizer.save_pretrained(str(staging))
+            exported.tokenizer.save_pretrained(str(staging))
         else:
             max_positions = int(checkpoint.model.encoder.max_positions())
             write_tokenizer(checkpoint, units, staging, max_positions)

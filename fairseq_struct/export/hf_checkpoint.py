@@ -193,13 +193,6 @@ def check_supported(checkpoint: FairseqCheckpoint) -> None:
                 f"{where}: {option} {value} cannot be exported "
                 f"(supported: {', '.join(ACTIVATIONS)})"
             )
-    if checkpoint_option(args, "restart_word_positions"):
-        raise UnsupportedCheckpoint(f"{where}: --restart-word-positions cannot be exported yet")
-    if checkpoint_option(args, "layer_norm_eps", 1e-5) != 1e-5:  # the plugin's own bert
-        raise UnsupportedCheckpoint(
-            f"{where}: --layer-norm-eps {checkpoint_option(args, 'layer_norm_eps')} cannot be "
-            "exported yet (the exported code uses fairseq's 1e-5)"
-        )
     if checkpoint_option(args, "encoder_xformers_att_config"):
         raise UnsupportedCheckpoint(f"{where}: --encoder-xformers-att-config cannot be exported")
     encoder = checkpoint.sentence_encoder

@@ -93,6 +93,7 @@ def _position_options(checkpoint: FairseqCheckpoint) -> Dict[str, Any]:
         max_intermediate_subwords=options.max_intermediate_subwords,
         subword_id_strategy=options.subword_id_strategy,
         num_segments=options.num_segments,
+        restart_word_positions=options.restart_word_positions,
     )
 
 

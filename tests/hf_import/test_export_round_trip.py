@@ -3,7 +3,12 @@ code) that gives back the original model's outputs, with the original tokenizer'
 
 import pytest
 import torch
-from tiny_hf_models import turkish_lines
+from tiny_hf_models import (
+    bert2d_reference,
+    bert2d_reference_outputs,
+    long_word_lines,
+    turkish_lines,
+)
 
 from fairseq_struct.export.hf import main as export
 
@@ -46,8 +51,41 @@ def test_import_then_export_gives_back_the_original_model(
     assert (ours.logits - reference)[mask].abs().max() <= 1e-5
 
 
-def test_a_bert2d_import_is_refused_by_the_export_for_now(tiny_hf_models, tmp_path, capsys):
-    imported = tiny_hf_models / "imported" / "bert2d-m3" / "model.pt"
-    assert export([str(imported), str(tmp_path / "hf")]) == 1
-    assert "cannot be exported yet" in capsys.readouterr().err
-    assert not (tmp_path / "hf").exists()
+def test_a_bert2d_import_exports_to_the_published_definition(tiny_hf_models, tmp_path):
+    """BERT2D has no transformers class: the export writes the project's code
+    (trust_remote_code) beside the original, stock tokenizer, and reads its ids; its outputs
+    are the published BERT2D's (stock BERT given the 2D embeddings), pairs included."""
+    import transformers
+
+    m = 3
+    source = tiny_hf_models / "hf" / f"bert2d-m{m}"
+    imported = tiny_hf_models / "imported" / f"bert2d-m{m}" / "model.pt"
+    assert export([str(imported), str(tmp_path / "hf")]) == 0
+    exported = transformers.AutoModelForMaskedLM.from_pretrained(
+        str(tmp_path / "hf"), trust_remote_code=True
+    ).eval()
+    assert type(exported).__name__ == "StructEncoderForMaskedLM"
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
+    assert type(tokenizer).__name__ == "BertTokenizer"  # stock: no remote tokenizer
+    reference, tables = bert2d_reference(source, m)
+    original_tokenizer = transformers.AutoTokenizer.from_pretrained(str(source))
+    lines = long_word_lines(original_tokenizer, turkish_lines())
+    short = [" ".join(line.split()[:12]) for line in lines]
+    options = dict(padding=True, truncation=True, max_length=60, return_tensors="pt")
+    half = len(short) // 2
+    for batch, original_batch in (
+        (tokenizer(short, **options), original_tokenizer(short, **options)),
+        (
+            tokenizer(short[:half], short[half:], **options),
+            original_tokenizer(short[:half], short[half:], **options),
+        ),
+    ):
+        assert "token_type_ids" not in batch  # segments follow the first [SEP]
+        assert torch.equal(batch["input_ids"], original_batch["input_ids"])
+        expected, _, _ = bert2d_reference_outputs(reference, tables, original_tokenizer,
+                                                  original_batch)  # fmt: skip
+        with torch.no_grad():
+            ours = exported(**batch, output_hidden_states=True)
+        mask = batch["attention_mask"].bool()
+        assert (ours.hidden_states[-1] - expected.hidden_states[-1])[mask].abs().max() <= 1e-5
+        assert (ours.logits - expected.prediction_logits)[mask].abs().max() <= 1e-5

@@ -14,7 +14,14 @@ from typing import Dict, List
 
 import pytest
 import torch
-from tiny_hf_models import BERT2D_M, TURKISH_TEXT, bert2d_reference_ids, turkish_lines
+from tiny_hf_models import (
+    BERT2D_M,
+    TURKISH_TEXT,
+    bert2d_reference,
+    bert2d_reference_outputs,
+    long_word_lines,
+    turkish_lines,
+)
 
 pytestmark = pytest.mark.skipif(
     not TURKISH_TEXT.exists(), reason=f"needs real Turkish text: {TURKISH_TEXT} is absent"
@@ -106,46 +113,12 @@ def test_imported_bert_and_xlmr_match_transformers(tiny_hf_models, name, model_c
             assert_close(logits, reference_logits, mask, f"{name} {kind} MLM logits")
 
 
-def bert2d_reference(source: Path):
-    """Stock BertForPreTraining holding the BERT2D weights, its 1D position table zeroed."""
-    from safetensors.torch import load_file
-    from transformers import BertConfig, BertForPreTraining
-
-    weights = load_file(str(source / "model.safetensors"))
-    config = BertConfig.from_pretrained(str(source))
-    config.max_position_embeddings = 64
-    model = BertForPreTraining(config).eval()
-    state = {k.replace("bert2d.", "bert.", 1): v for k, v in weights.items()}
-    tables = {
-        name: state.pop(f"bert.embeddings.{name}.weight")
-        for name in ("whole_word_embeddings", "subword_embeddings")
-    }
-    state["bert.embeddings.position_embeddings.weight"] = torch.zeros(64, config.hidden_size)
-    model.load_state_dict(state, strict=False)
-    model.tie_weights()
-    return model, tables
-
-
-def long_word_lines(tokenizer, lines: List[str]) -> List[str]:
-    """Lines whose words, together, have every length from 1 to 12 pieces."""
-    chosen, lengths = [], set()
-    for line in lines:
-        found = {len(tokenizer.tokenize(word)) for word in line.split()} & set(range(1, 13))
-        if found - lengths:
-            chosen.append(line)
-            lengths |= found
-        if lengths == set(range(1, 13)):
-            break
-    assert lengths == set(range(1, 13)), f"the text lacks words of {set(range(1, 13)) - lengths}"
-    return chosen
-
-
 @pytest.mark.parametrize("m", BERT2D_M)
 def test_imported_bert2d_matches_the_published_definition(tiny_hf_models, m):
     from transformers import BertTokenizer
 
     source = tiny_hf_models / "hf" / f"bert2d-m{m}"
-    reference, tables = bert2d_reference(source)
+    reference, tables = bert2d_reference(source, m)
     tokenizer = BertTokenizer.from_pretrained(str(source))
     model, dictionary = load_imported(tiny_hf_models / "imported" / f"bert2d-m{m}")
     lines = long_word_lines(tokenizer, turkish_lines())
@@ -155,24 +128,7 @@ def test_imported_bert2d_matches_the_published_definition(tiny_hf_models, m):
         "single": tokenizer(short, **options),
         "pairs": tokenizer(short[: len(short) // 2], short[len(short) // 2 :], **options),
     }.items():
-        ids = [
-            bert2d_reference_ids(tokenizer.convert_ids_to_tokens(row.tolist()), m)
-            for row in batch["input_ids"]
-        ]
-        word_ids = torch.tensor([row[0] for row in ids])
-        subword_ids = torch.tensor([row[1] for row in ids])
-        embeds = (
-            reference.bert.embeddings.word_embeddings(batch["input_ids"])
-            + tables["whole_word_embeddings"][word_ids]
-            + tables["subword_embeddings"][subword_ids]
-        )
-        with torch.no_grad():
-            out = reference(
-                inputs_embeds=embeds,
-                token_type_ids=batch["token_type_ids"],
-                attention_mask=batch["attention_mask"],
-                output_hidden_states=True,
-            )
+        out, word_ids, subword_ids = bert2d_reference_outputs(reference, tables, tokenizer, batch)
         mask = batch["attention_mask"].bool()
         features, logits = fairseq_outputs(model, dictionary, tokenizer, batch)
         assert_close(features, out.hidden_states[-1], mask, f"M={m} {kind} hidden states")

@@ -297,13 +297,11 @@ def test_every_task_and_head_runs_from_an_imported_model(tiny_hf_models, tmp_pat
         assert max(report["parity_max_abs_difference"].values()) <= 1e-4
 
 
-def test_a_softmax_token_head_exports_to_bert_for_token_classification(
-    tiny_hf_models, tmp_path, capsys
-):
+def test_an_imported_bert_tagger_exports_with_the_original_tokenizer(tiny_hf_models, tmp_path):
     """BERT's token classifier is one linear layer: a softmax head fine-tuned with
     --pooler-activation-fn linear exports to BertForTokenClassification (the two layers
-    multiplied into one), whose tags on each word's first piece are the plugin's predictions;
-    with tanh between them the export is refused, saying how to fine-tune instead."""
+    multiplied into one); with tanh between them, to the project's exported code. Either way
+    the exported model's tags on each word's first piece are the plugin's predictions."""
     import transformers
     from tiny_hf_models import conllu_sentences
 
@@ -313,29 +311,36 @@ def test_a_softmax_token_head_exports_to_bert_for_token_classification(
     (tmp_path / "train.conllu").write_text(_blocks(IMST / "tr_imst-ud-train.conllu", 0, 60))
     (tmp_path / "dev.conllu").write_text(_blocks(IMST / "tr_imst-ud-dev.conllu", 0, 20))
     _prepare("pos", imported, tmp_path / "train.conllu", tmp_path / "dev.conllu", tmp_path / "pos")
-    for activation in ("tanh", "linear"):
+    sentences = [words for words, _ in conllu_sentences(tmp_path / "dev.conllu", 0, 20)]
+    for activation, exported_as in (
+        ("linear", "BertForTokenClassification"),
+        ("tanh", "StructEncoderForTokenClassification"),
+    ):
         _finetune(tmp_path / "pos", imported, tmp_path / activation, "--epochs", "1",
                   "--", "--pooler-activation-fn", activation)  # fmt: skip
-    assert export([str(tmp_path / "tanh" / "checkpoint_best.pt"), str(tmp_path / "no")]) == 1
-    assert "fine-tune with `-- --pooler-activation-fn linear`" in capsys.readouterr().err
-    assert not (tmp_path / "no").exists()
-
-    checkpoint = tmp_path / "linear" / "checkpoint_best.pt"
-    _predict(checkpoint, tmp_path / "dev.conllu", tmp_path / "out")
-    assert export([str(checkpoint), str(tmp_path / "hf")]) == 0
-    report = json.loads((tmp_path / "hf" / "fairseq_export.json").read_text())
-    assert report["exported_as"] == "BertForTokenClassification" and not report["remote_code"]
-    model = transformers.AutoModelForTokenClassification.from_pretrained(str(tmp_path / "hf"))
-    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "hf"))
-    sentences = [words for words, _ in conllu_sentences(tmp_path / "dev.conllu", 0, 20)]
-    predicted = iter(_upos(tmp_path / "out" / "predictions.conllu"))
-    for words in sentences:
-        batch = tokenizer(words, is_split_into_words=True, return_tensors="pt")
-        with torch.no_grad():
-            tags = model(**batch).logits[0].argmax(-1).tolist()
-        firsts = [
-            position
-            for position, word in enumerate(batch.word_ids(0))
-            if word is not None and word != batch.word_ids(0)[position - 1]
-        ]
-        assert [model.config.id2label[tags[p]] for p in firsts] == [next(predicted) for _ in words]
+        checkpoint = tmp_path / activation / "checkpoint_best.pt"
+        _predict(checkpoint, tmp_path / "dev.conllu", tmp_path / f"{activation}-out")
+        out = tmp_path / f"{activation}-hf"
+        assert export([str(checkpoint), str(out)]) == 0
+        report = json.loads((out / "fairseq_export.json").read_text())
+        assert report["exported_as"] == exported_as
+        assert report["remote_code"] == (activation == "tanh")
+        model = transformers.AutoModelForTokenClassification.from_pretrained(
+            str(out), trust_remote_code=True
+        )
+        tokenizer = transformers.AutoTokenizer.from_pretrained(str(out))
+        assert type(tokenizer).__name__ == "BertTokenizer"
+        predicted = iter(_upos(tmp_path / f"{activation}-out" / "predictions.conllu"))
+        for words in sentences:
+            batch = tokenizer(words, is_split_into_words=True, return_tensors="pt")
+            with torch.no_grad():
+                tags = model(**batch).logits[0].argmax(-1).tolist()
+            word_ids = batch.word_ids(0)
+            firsts = [
+                position
+                for position, word in enumerate(word_ids)
+                if word is not None and word != word_ids[position - 1]
+            ]
+            assert [model.config.id2label[tags[p]] for p in firsts] == [
+                next(predicted) for _ in words
+            ], activation

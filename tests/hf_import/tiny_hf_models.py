@@ -169,6 +169,65 @@ def save_bert2d(out: Path, tokenizer, subword_rows: int, seed: int = 0, words: i
     (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), encoding="utf-8")
 
 
+def bert2d_reference(source: Path, m: int):
+    """Stock BertForPreTraining holding the BERT2D weights, its 1D position table zeroed."""
+    from safetensors.torch import load_file
+    from transformers import BertConfig, BertForPreTraining
+
+    weights = load_file(str(source / "model.safetensors"))
+    config = BertConfig.from_pretrained(str(source))
+    config.max_position_embeddings = 64
+    model = BertForPreTraining(config).eval()
+    state = {k.replace("bert2d.", "bert.", 1): v for k, v in weights.items()}
+    tables = {
+        name: state.pop(f"bert.embeddings.{name}.weight")
+        for name in ("whole_word_embeddings", "subword_embeddings")
+    }
+    state["bert.embeddings.position_embeddings.weight"] = torch.zeros(64, config.hidden_size)
+    model.load_state_dict(state, strict=False)
+    model.tie_weights()
+    model.bert2d_m = m
+    return model, tables
+
+
+def bert2d_reference_outputs(reference, tables: Dict[str, torch.Tensor], tokenizer, batch):
+    """The published BERT2D's outputs on a tokenized batch: `reference` given the word + 2D
+    position embeddings of `bert2d_reference_ids` as `inputs_embeds`; and those ids."""
+    ids = [
+        bert2d_reference_ids(tokenizer.convert_ids_to_tokens(row.tolist()), reference.bert2d_m)
+        for row in batch["input_ids"]
+    ]
+    word_ids = torch.tensor([row[0] for row in ids])
+    subword_ids = torch.tensor([row[1] for row in ids])
+    embeds = (
+        reference.bert.embeddings.word_embeddings(batch["input_ids"])
+        + tables["whole_word_embeddings"][word_ids]
+        + tables["subword_embeddings"][subword_ids]
+    )
+    with torch.no_grad():
+        out = reference(
+            inputs_embeds=embeds,
+            token_type_ids=batch["token_type_ids"],
+            attention_mask=batch["attention_mask"],
+            output_hidden_states=True,
+        )
+    return out, word_ids, subword_ids
+
+
+def long_word_lines(tokenizer, lines: List[str]) -> List[str]:
+    """Lines whose words, together, have every length from 1 to 12 pieces."""
+    chosen, lengths = [], set()
+    for line in lines:
+        found = {len(tokenizer.tokenize(word)) for word in line.split()} & set(range(1, 13))
+        if found - lengths:
+            chosen.append(line)
+            lengths |= found
+        if lengths == set(range(1, 13)):
+            break
+    assert lengths == set(range(1, 13)), f"the text lacks words of {set(range(1, 13)) - lengths}"
+    return chosen
+
+
 def bert2d_reference_ids(tokens: List[str], max_intermediate: int) -> List[List[int]]:
     """The published BERT2D's word and subword ids of one sequence of WordPiece tokens, written
     from their definition (not from the plugin's code): a word starts at every token without

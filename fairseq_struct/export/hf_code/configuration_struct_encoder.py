@@ -27,6 +27,8 @@ class StructEncoderConfig(PretrainedConfig):
         pieces of longer words [--max-intermediate-subwords, --subword-id-strategy]
     num_segments: segment embeddings (0: none); tokens after the first </s> are segment 1
         [--num-segments]
+    restart_word_positions: 2D word positions count from 0 again in segment 1, as the published
+        BERT2D's tokenizer numbers them [--restart-word-positions]
     relative_positions: Shaw relative positions clipped at K in every self-attention (0: off)
         [--relative-positions]
     whole_word_attention, wwa_window, wwa_max_relative_position: Whole-Word Attention in every
@@ -64,6 +66,7 @@ class StructEncoderConfig(PretrainedConfig):
         max_intermediate_subwords: int = 3,
         subword_id_strategy: str = "uniform",
         num_segments: int = 0,
+        restart_word_positions: bool = False,
         relative_positions: int = 0,
         whole_word_attention: bool = False,
         wwa_window: int = 5,
@@ -113,6 +116,7 @@ class StructEncoderConfig(PretrainedConfig):
         self.max_intermediate_subwords = max_intermediate_subwords
         self.subword_id_strategy = subword_id_strategy
         self.num_segments = num_segments
+        self.restart_word_positions = restart_word_positions
         self.relative_positions = relative_positions
         self.whole_word_attention = whole_word_attention
         self.wwa_window = wwa_window

@@ -96,6 +96,15 @@ def word_structure(
     )
 
 
+def restarted_word_index(word_index: Tensor, segment_index: Tensor) -> Tensor:
+    """Word indices with segment 1's words counted from 0 (its first word is 0);
+    fairseq_struct's `modules.structural_position_embedding.restarted_word_index`."""
+    second = segment_index.bool()
+    first_of_second = second.long().argmax(dim=1, keepdim=True)  # 0 where there is none
+    offset = word_index.gather(1, first_of_second)
+    return torch.where(second, word_index - offset, word_index)
+
+
 def subword_position_ids(
     position_in_word: Tensor, word_length: Tensor, max_intermediate: int, strategy: str
 ) -> Tensor:
@@ -151,10 +160,13 @@ class StructPositionEmbedding(nn.Module):
             nn.Embedding(config.max_intermediate_subwords + 2, dim) if self.mode == "2d" else None
         )
         self.segments = nn.Embedding(config.num_segments, dim) if config.num_segments > 0 else None
+        self.restart_words = config.restart_word_positions
 
-    def position_ids(self, tokens: Tensor, word_index: Tensor) -> Tensor:
-        if self.mode == "2d":
-            return word_index  # p_word(e_i): the word index, not the token index
+    def position_ids(self, tokens: Tensor, word_index: Tensor, segment_index: Tensor) -> Tensor:
+        if self.mode == "2d":  # p_word(e_i): the word index, not the token index
+            if self.restart_words:
+                return restarted_word_index(word_index, segment_index)
+            return word_index
         if self.mode == "fairseq_learned":
             # fairseq's utils.make_positions: padding_idx + 1, + 2, ...; padding at padding_idx.
             real = tokens.ne(self.padding_idx).int()
@@ -171,7 +183,7 @@ class StructPositionEmbedding(nn.Module):
     ) -> Tensor:
         terms = []
         if self.positions is not None:
-            ids = self.position_ids(tokens, word_index)
+            ids = self.position_ids(tokens, word_index, segment_index)
             # Positions stay below T (+ padding_idx + 1 for fairseq's table): only a longer
             # sequence needs its largest id read (a host synchronisation on a GPU).
             bound = ids.size(1) + (self.padding_idx + 1 if self.mode == "fairseq_learned" else 0)

@@ -1,15 +1,17 @@
 """Export of checkpoints whose units are a Hugging Face tokenizer (`export.hf`): an imported
-BERTurk, mBERT or XLM-R, fine-tuned or not, or the plugin's `bert` pretrained on WordPiece.
+BERTurk, mBERT, XLM-R or BERT2D, fine-tuned or not, or the plugin's own models pretrained on
+WordPiece. The exported model reads the tokenizer's own ids (the vocabulary back in its order)
+and the directory holds the original tokenizer, so an unchanged import gives back the original
+model's outputs.
 
-transformers' own classes compute these exactly: BertForMaskedLM /
-BertForSequenceClassification / BertForTokenClassification (XLMRobertaFor... for XLM-R), with
-the vocabulary back in the tokenizer's order and the tokenizer itself, so the exported directory
-is a stock one (no remote code) and an unchanged import gives back the original model's outputs.
-The sentence head is BERT's pooler (dense + tanh on the first token) and classifier. BERT's
-token classifier is one linear layer: a softmax token head fine-tuned with
-`--pooler-activation-fn linear` is two linear layers in a row, which the export multiplies into
-one. What these classes cannot compute (2D positions, relative positions, Whole-Word Attention,
-a tanh between the token head's layers, the CRF and CSE heads) is refused.
+Where transformers' own classes compute the checkpoint exactly (the `bert` architecture with
+BERT's heads), it is written as BertForMaskedLM / BertForSequenceClassification /
+BertForTokenClassification (XLMRobertaFor... for XLM-R): a stock directory, no remote code. The
+sentence head is BERT's pooler (dense + tanh on the first token) and classifier; BERT's token
+classifier is one linear layer, which a softmax head fine-tuned with `--pooler-activation-fn
+linear` (two linear layers in a row) is once multiplied out. Everything else (BERT2D's 2D
+positions, restarted for a pair's second segment; a tanh in the token head; the CRF) is the
+project's exported code (hf_code/, `trust_remote_code=True`) beside the stock tokenizer.
 """
 
 import json
@@ -30,6 +32,7 @@ from fairseq_struct.export.hf_checkpoint import (
     checkpoint_option,
     pretraining_directory,
 )
+from fairseq_struct.export.hf_model import build_hf_model
 from fairseq_struct.export.hf_parity import check_inputs, checked, fairseq_outputs
 from fairseq_struct.hf_import.directory import HF_TOKENIZER_DIR
 from fairseq_struct.hf_import.layouts import ACTIVATIONS as IMPORTED_ACTIVATIONS
@@ -45,11 +48,22 @@ from fairseq_struct.pieces.hf_tokenizer import (
 ACTIVATIONS = {fairseq: hf for hf, fairseq in IMPORTED_ACTIVATIONS.items()}
 
 
+# The exported code's tensors with a row per symbol: put in the tokenizer's order.
+VOCABULARY_ROWS = (
+    "encoder.embed_tokens.weight",
+    "encoder.word_start_lookup",
+    "encoder.special_symbol_lookup",
+    "lm_head.weight",
+    "lm_head.bias",
+)
+
+
 @dataclass
-class StockExport:
+class TokenizerExport:
     model: Any
     tokenizer: Any
     hf_ids: Tensor  # the tokenizer's id of each fairseq symbol
+    native: bool  # transformers' own class (else the project's exported code)
 
 
 def tokenizer_units_dir(checkpoint: FairseqCheckpoint, pretraining_data: Optional[Path]) -> Any:
@@ -87,50 +101,33 @@ def _is_xlmr(units_dir: Path) -> bool:
     return json.loads(report.read_text("utf-8")).get("model_type") in ("xlm-roberta", "roberta")
 
 
-def check_stock(checkpoint: FairseqCheckpoint) -> None:
-    """UnsupportedCheckpoint for what transformers' BERT classes do not compute."""
+def computed_by_transformers(checkpoint: FairseqCheckpoint) -> bool:
+    """transformers' own BERT / XLM-R classes compute exactly this checkpoint."""
     from fairseq_struct.models.bert import StructBertModel
 
-    args, where = checkpoint.args, checkpoint.path
+    args = checkpoint.args
     if not isinstance(checkpoint.model, StructBertModel):
-        raise UnsupportedCheckpoint(
-            f"{where}: --arch {checkpoint_option(args, 'arch')} with a Hugging Face tokenizer's "
-            "units cannot be exported yet (only bert: BERTurk, mBERT, XLM-R imports)"
-        )
-    refused = {
-        "relative_positions": "--relative-positions",
-        "whole_word_attention": "--whole-word-attention",
-        "encoder_normalize_before": "--encoder-normalize-before",
-    }
-    for name, option in refused.items():
-        if checkpoint_option(args, name):
-            raise UnsupportedCheckpoint(f"{where}: {option} cannot be exported to BERT")
-    if checkpoint_option(args, "position_embedding", "1d") != "1d":
-        raise UnsupportedCheckpoint(f"{where}: positions other than 1D cannot be exported yet")
-    if checkpoint_option(args, "activation_fn", "gelu") not in ACTIVATIONS:
-        raise UnsupportedCheckpoint(f"{where}: --activation-fn cannot be exported to BERT")
-    if checkpoint.kind == TOKEN_CLASSIFICATION:
-        head = checkpoint.model.classification_heads[checkpoint.head_name]
-        if head.head_type != "softmax":
-            raise UnsupportedCheckpoint(
-                f"{where}: --head {head.head_type} has no transformers class (BERT's token "
-                "classifier is a softmax head)"
-            )
-        if checkpoint_option(args, "pooler_activation_fn", "tanh") != "linear":
-            raise UnsupportedCheckpoint(
-                f"{where}: BERT's token classifier is one linear layer; fine-tune with "
-                "`-- --pooler-activation-fn linear` (finetune.sh) to export a token head"
-            )
-    if checkpoint.kind == SEQUENCE_CLASSIFICATION and (
-        checkpoint_option(args, "pooler_activation_fn", "tanh") != "tanh"
+        return False
+    if any(
+        checkpoint_option(args, name)
+        for name in ("relative_positions", "whole_word_attention", "encoder_normalize_before")
     ):
-        raise UnsupportedCheckpoint(f"{where}: a pooler other than tanh is not BERT's")
+        return False
+    if checkpoint_option(args, "position_embedding", "1d") != "1d":
+        return False
+    if checkpoint_option(args, "activation_fn", "gelu") not in ACTIVATIONS:
+        return False
+    head_activation = checkpoint_option(args, "pooler_activation_fn", "tanh")
+    if checkpoint.kind == TOKEN_CLASSIFICATION:
+        # BERT's token classifier is one linear layer: the head's two layers with nothing
+        # between them (--pooler-activation-fn linear) multiply into it.
+        head = checkpoint.model.classification_heads[checkpoint.head_name]
+        return head.head_type == "softmax" and head_activation == "linear"
+    return checkpoint.kind == MASKED_LM or head_activation == "tanh"  # BERT's pooler
 
 
-def build_stock_model(checkpoint: FairseqCheckpoint, units_dir: Path) -> StockExport:
-    import transformers
-
-    check_stock(checkpoint)
+def build_tokenizer_units_model(checkpoint: FairseqCheckpoint, units_dir: Path) -> TokenizerExport:
+    """The transformers model of a checkpoint on a tokenizer's units, in the tokenizer's ids."""
     tokenizer = _tokenizer(units_dir)
     vocabulary = tokenizer.get_vocab()
     mapping = map_vocabulary(vocabulary, special_tokens(tokenizer), len(vocabulary), units_dir)
@@ -139,6 +136,42 @@ def build_stock_model(checkpoint: FairseqCheckpoint, units_dir: Path) -> StockEx
             f"{checkpoint.path}: its dictionary is not the vocabulary of {units_dir}'s tokenizer"
         )
     hf_ids = torch.tensor(mapping.hf_ids)
+    if computed_by_transformers(checkpoint):
+        return _stock_model(checkpoint, units_dir, tokenizer, hf_ids)
+    return _exported_code_model(checkpoint, tokenizer, hf_ids)
+
+
+def _exported_code_model(
+    checkpoint: FairseqCheckpoint, tokenizer: Any, hf_ids: Tensor
+) -> TokenizerExport:
+    """The project's exported code (BERT2D, ...) with its symbol rows in the tokenizer's order.
+    The model takes no token types (its segments follow the first [SEP]), so the saved
+    tokenizer does not produce them."""
+    hf_export = build_hf_model(checkpoint)
+    model = hf_export.model
+    inverse = torch.empty_like(hf_ids)
+    inverse[hf_ids] = torch.arange(len(hf_ids))
+    state = model.state_dict()
+    model.load_state_dict(
+        {
+            name: value[inverse] if name in VOCABULARY_ROWS else value
+            for name, value in state.items()
+        }
+    )
+    for name in ("pad_token_id", "bos_token_id", "eos_token_id", "unk_token_id", "mask_token_id"):
+        fairseq_id = getattr(model.config, name, None)
+        if fairseq_id is not None:
+            setattr(model.config, name, int(hf_ids[fairseq_id]))
+    tokenizer.model_input_names = ["input_ids", "attention_mask"]
+    tokenizer.init_kwargs["model_input_names"] = tokenizer.model_input_names
+    return TokenizerExport(model.eval(), tokenizer, hf_ids, native=False)
+
+
+def _stock_model(
+    checkpoint: FairseqCheckpoint, units_dir: Path, tokenizer: Any, hf_ids: Tensor
+) -> TokenizerExport:
+    import transformers
+
     xlmr = _is_xlmr(units_dir)
     config = _config(checkpoint, tokenizer, xlmr)
     family = "XLMRoberta" if xlmr else "Bert"
@@ -151,7 +184,7 @@ def build_stock_model(checkpoint: FairseqCheckpoint, units_dir: Path) -> StockEx
     model.load_state_dict(_weights(checkpoint, hf_ids, xlmr, config), strict=True)
     if checkpoint.kind == MASKED_LM:
         model.tie_weights()
-    return StockExport(model.eval(), tokenizer, hf_ids)
+    return TokenizerExport(model.eval(), tokenizer, hf_ids, native=True)
 
 
 def _config(checkpoint: FairseqCheckpoint, tokenizer: Any, xlmr: bool) -> Any:
@@ -257,8 +290,8 @@ def _weights(checkpoint: FairseqCheckpoint, hf_ids: Tensor, xlmr: bool, config: 
 
 
 @torch.no_grad()
-def stock_parity_check(
-    checkpoint: FairseqCheckpoint, export: StockExport, tolerance: float = 1e-4
+def tokenizer_parity_check(
+    checkpoint: FairseqCheckpoint, export: TokenizerExport, tolerance: float = 1e-4
 ) -> Dict[str, float]:
     """fairseq and the exported model on the same batch (each in its own ids); raises
     `hf_parity.ExportMismatch` above `tolerance`."""
@@ -266,11 +299,10 @@ def stock_parity_check(
     expected_hidden, expected_logits = fairseq_outputs(checkpoint, tokens)
     hf_tokens = export.hf_ids[tokens]
     real = tokens.ne(checkpoint.dictionary.pad())
-    segments = torch.zeros_like(tokens)
-    if export.model.config.type_vocab_size > 1:  # BERT's token types: 1 after the first [SEP]
+    inputs = dict(input_ids=hf_tokens, attention_mask=real.long())
+    if getattr(export.model.config, "type_vocab_size", 1) > 1:  # BERT's: 1 after the first [SEP]
         is_eos = tokens.eq(checkpoint.dictionary.eos()).long()
-        segments = ((is_eos.cumsum(dim=1) - is_eos) > 0).long() * real.long()
-    inputs = dict(input_ids=hf_tokens, attention_mask=real.long(), token_type_ids=segments)
+        inputs["token_type_ids"] = ((is_eos.cumsum(dim=1) - is_eos) > 0).long() * real.long()
     hidden = export.model.base_model(**inputs).last_hidden_state
     logits = export.model(**inputs).logits
     if checkpoint.kind == MASKED_LM:
