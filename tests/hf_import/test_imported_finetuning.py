@@ -245,7 +245,7 @@ def _squad_sample(path: Path, out: Path, paragraphs: int) -> None:
     out.write_text(json.dumps({"data": [{"title": "t", "paragraphs": kept}]}), encoding="utf-8")
 
 
-@pytest.mark.parametrize("task", ["sentiment", "qa", "ner-cse"])
+@pytest.mark.parametrize("task", ["sentiment", "qa", "ner-cse", "pos-lcrf"])
 def test_every_task_and_head_runs_from_an_imported_model(tiny_hf_models, tmp_path, task):
     """One epoch each: the path works (data in the model's units, its weights restored,
     predictions in the input's format and scores); learning is the tests above's."""
@@ -266,6 +266,10 @@ def test_every_task_and_head_runs_from_an_imported_model(tiny_hf_models, tmp_pat
         _squad_sample(source, tmp_path / "train.json", 12)
         train = test = valid = [tmp_path / "train.json"]
         kind, options = "qa", ()
+    elif task == "pos-lcrf":
+        (tmp_path / "train.conllu").write_text(_blocks(IMST / "tr_imst-ud-train.conllu", 0, 60))
+        train = test = valid = [tmp_path / "train.conllu"]
+        kind, options = "pos", ("--head", "lcrf")
     else:
         (tmp_path / "train.conll").write_text(_blocks(WIKINER / "train.conll", 0, 60))
         train = test = valid = [tmp_path / "train.conll"]
@@ -285,7 +289,7 @@ def test_every_task_and_head_runs_from_an_imported_model(tiny_hf_models, tmp_pat
         cwd=tmp_path,
     )  # fmt: skip
     scores = json.loads((tmp_path / "out" / "scores.json").read_text())
-    expected = {"sentiment": "accuracy", "qa": "exact_match", "ner": "f1"}[kind]
+    expected = {"sentiment": "accuracy", "qa": "exact_match", "ner": "f1", "pos": "accuracy"}[kind]
     assert 0 <= scores[expected] <= 100
     if kind == "sentiment":  # exported to transformers' own class, checked against fairseq
         from fairseq_struct.export.hf import main as export
