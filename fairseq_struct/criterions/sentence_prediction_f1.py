@@ -5,8 +5,8 @@ integers 0/1 and gathers every prediction; sentiment labels here are names (`pos
 data set's own). This criterion logs, per class, true positives, false positives and false
 negatives (sums, so they add up across batches and GPUs) and derives
 - `accuracy` (fairseq's, ×100),
-- `f1`: macro F1 over the classes (×100), the mean of the classes' F1 (seed 000, Table 3
-  reports accuracy and F1 for the two sentiment classes).
+- `f1`: macro F1 over the classes (×100), the mean of the classes' F1 (Kaya & Tantuğ's
+  BERT2D paper, Table 3, reports accuracy and F1 for the two sentiment classes).
 """
 
 from typing import Any, Dict, List

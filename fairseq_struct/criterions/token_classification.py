@@ -5,9 +5,9 @@ log-likelihood) summed over the words of the batch, divided by the number of wor
 validation the words are decoded (argmax, CSE decoding or Viterbi; then the Entity-Fix rule
 with `--entity-fix`) and scored:
 - NER (`entity_f1`): true-positive, predicted and gold entities counted per sentence as
-  seqeval's default (conlleval) mode finds them, the E-F1 of seed 002; their sums give exactly
-  seqeval's micro `precision`, `recall` and `f1` (×100) over the whole validation set, also
-  across GPUs (`downstream.predict` also reports the strict IOB2 F1);
+  seqeval's default (conlleval) mode finds them, the E-F1 of Zöllner et al.; their sums give
+  exactly seqeval's micro `precision`, `recall` and `f1` (×100) over the whole validation set,
+  also across GPUs (`downstream.predict` also reports the strict IOB2 F1);
 - POS (`accuracy`): words whose label is right, ×100.
 """
 

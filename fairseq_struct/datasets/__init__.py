@@ -1,1 +1,1 @@
-"""fairseq datasets of masked-LM pretraining (SPEC 4.1, 4.4): masking and sentence pairs."""
+"""fairseq datasets of masked-LM pretraining (design.md §4.1, §4.4): masking, sentence pairs."""

@@ -1,4 +1,4 @@
-"""BERT's masking, of whole words or of single pieces (SPEC 4.1).
+"""BERT's masking, of whole words or of single pieces (design.md §4.1).
 
 Whole-word masking chooses 15% of the *words* of a sequence (rounded probabilistically, as
 fairseq does) and makes every piece of a chosen word a target. The 80/10/10 decision is taken

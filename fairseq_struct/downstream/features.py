@@ -1,4 +1,4 @@
-"""Model inputs of the three kinds of fine-tuning, built from cut units (SPEC 5.4).
+"""Model inputs of the three kinds of fine-tuning, built from cut units (design.md §5.4).
 
 Token ids follow fairseq's RoBERTa conventions: `<s>` first (the classification token),
 `</s>` after each segment, so a question-context pair is `<s> question </s> context </s>`, the

@@ -1,4 +1,4 @@
-"""Run one fine-tuning configuration over several seeds and report mean ± std (SPEC 5.4).
+"""Run one fine-tuning configuration over several seeds and report mean ± std (design.md §5.4).
 
     python -m fairseq_struct.downstream.seeds --seeds 1 2 3 4 5 \\
         --scores 'results/ner-seed{seed}/scores.json' --metric f1 --name bert2d-ner \\

@@ -2,5 +2,5 @@
 
 fairseq-generate's own `--scoring sacrebleu` scores against the binarized references, which
 is not a real sacreBLEU number; these modules score detokenized hypotheses against the raw
-reference file instead (SPEC 5.1).
+reference file instead (design.md §5.1).
 """

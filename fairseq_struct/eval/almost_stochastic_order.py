@@ -1,20 +1,21 @@
-"""Almost Stochastic Order between two systems' scores over several seeds (SPEC 5.4).
+"""Almost Stochastic Order between two systems' scores over several seeds (design.md §5.4).
 
 Deep models trained with different seeds give a distribution of scores, not one number. The
 Almost Stochastic Order test (Dror, Shlomov and Reichart 2019, ACL) compares two such
 distributions: ε_min(A, B) is an upper bound, at confidence 1 − α, on how much A's score
 distribution violates being stochastically larger than B's (0: A is always better, 1: never).
-The numbers are deepsig's (`deepsig.aso`, Ulmer et al. 2022) with α = 0.05, as in seed 000's
-appendix; its bootstrap runs with a fixed seed (`--seed`) in one job, so they are reproducible.
+The numbers are deepsig's (`deepsig.aso`, Ulmer et al. 2022) with α = 0.05, as in the appendix
+of the BERT2D paper (Kaya & Tantuğ); its bootstrap runs with a fixed seed (`--seed`) in one job,
+so they are reproducible.
 
 ε_min is computed in both directions. The verdict is "A is stochastically dominant over B" when
 ε_min(A, B) < τ, symmetrically for B, and "no significant difference" otherwise. τ (`--threshold`,
-in (0, 0.5]) defaults to 0.5, the value of seed 000's figures and Dror et al.'s bound (A is almost
-stochastically larger than B for ε < 0.5; ε >= 0.5 claims nothing). deepsig's authors (Ulmer et
-al. 2022) found the stricter τ = 0.2 a better trade-off between type I and type II errors and
-recommend it; the threshold is the user's choice and is printed with every result. Seed 000
-colours a cell "red" when ε_min(left, bottom) > 0.5; here the opposite claim is tested directly,
-with ε_min(bottom, left) < τ, which is the stronger statement.
+in (0, 0.5]) defaults to 0.5, the value of the BERT2D paper's figures and Dror et al.'s bound (A
+is almost stochastically larger than B for ε < 0.5; ε >= 0.5 claims nothing). deepsig's authors
+(Ulmer et al. 2022) found the stricter τ = 0.2 a better trade-off between type I and type II
+errors and recommend it; the threshold is the user's choice and is printed with every result.
+The BERT2D paper colours a cell "red" when ε_min(left, bottom) > 0.5; here the opposite claim is
+tested directly, with ε_min(bottom, left) < τ, which is the stronger statement.
 
 Scores come from the JSON files of `python -m fairseq_struct.downstream.seeds`, from JSON files
 mapping metric names to per-seed lists, from text files with one score a line, or from the
@@ -38,8 +39,8 @@ from fairseq_struct.commands import program_name
 from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.eval.seed_scores import SeedScores
 
-CONFIDENCE_LEVEL = 0.95  # α = 0.05, seed 000's appendix
-DEFAULT_THRESHOLD = 0.5  # seed 000's figures; deepsig recommends 0.2
+CONFIDENCE_LEVEL = 0.95  # α = 0.05, the BERT2D paper's appendix
+DEFAULT_THRESHOLD = 0.5  # the BERT2D paper's figures; deepsig recommends 0.2
 DEFAULT_SEED = 1234
 DEFAULT_BOOTSTRAP_ITERATIONS = 1000  # deepsig's default
 NO_DIFFERENCE = "no significant difference"
@@ -107,8 +108,8 @@ def check_scores(system: SystemScores) -> None:
     if len(system.scores) < 2:
         raise ScoresError(
             f"{system.source}: {system.name} has {len(system.scores)} score(s); Almost Stochastic "
-            "Order compares score distributions and needs several seeds per system (seed 000 "
-            "uses five)"
+            "Order compares score distributions and needs several seeds per system (the "
+            "BERT2D paper uses five)"
         )
     bad = [score for score in system.scores if not math.isfinite(score)]
     if bad:
@@ -330,8 +331,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "--threshold",
         type=float,
         default=DEFAULT_THRESHOLD,
-        help="τ in (0, 0.5]: a system dominates when its ε_min < τ (default 0.5, seed 000's "
-        "figures; deepsig recommends the stricter 0.2)",
+        help="τ in (0, 0.5]: a system dominates when its ε_min < τ (default 0.5, the BERT2D "
+        "paper's figures; deepsig recommends the stricter 0.2)",
     )
     parser.add_argument(
         "--num-bootstrap-iterations",

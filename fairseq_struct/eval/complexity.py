@@ -1,4 +1,4 @@
-"""The C_D morphological complexity of a text: relative entropy of word structure (SPEC 5.2).
+"""The C_D morphological complexity of a text: relative entropy of word structure (design.md §5.2).
 
 Bentz et al. (2016) measure how much information sits in the structure *inside* words: the
 character entropy of a "masked" copy of the text, in which every non-whitespace character is
@@ -9,8 +9,8 @@ entropy of a masked version"). Higher values mean more regular structure within 
 
 Our reading of the paper's modification, where it is not spelled out:
 - C_D = H(masked) - H(text), so that it is positive and grows with word-internal regularity;
-  SPEC 5.2's wording "entropy of the text minus that of the masked copy" has the sign the
-  other way round, and would make every value negative.
+  the text's entropy minus the masked copy's, the other way round, would make every value
+  negative.
 - "Directly computed the character-level Shannon's entropy" in place of Bentz et al.'s entropy
   rate approximation: the entropy of the *unigram* character distribution, estimated with the
   James-Stein shrinkage estimator of Hausser & Strimmer (2009), in bits.

@@ -6,7 +6,7 @@
   are not pieces of a word and are not counted.
 - Morphemes per word, from a segmented file: words are whitespace-separated tokens, their
   morphemes are the parts between MORPHEME_BOUNDARY marks ("gör￭eme￭dik" has 3). This is also
-  the morphological density of SPEC 3 / 5.3 (`morphological_density`).
+  the morphological density of design.md §3 / §5.3 (`morphological_density`).
 
 Punctuation-only tokens (no letter or digit: ".", "--", "?!") are not words by default: the
 segmenter never splits them, so counting them as one-morpheme words would make a sentence look

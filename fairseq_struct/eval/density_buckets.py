@@ -1,4 +1,4 @@
-"""BLEU and chrF by morphological density of the reference (SPEC 5.3, Figure 3 of seed 004).
+"""BLEU and chrF by morphological density of the reference (design.md §5.3; Soulos et al., Fig. 3).
 
 The density of a test sentence is morphemes per word of its segmented reference
 (`corpus_stats.morphological_density`: words split at whitespace, morphemes at MORPHEME_BOUNDARY,

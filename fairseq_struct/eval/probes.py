@@ -1,4 +1,4 @@
-"""Qualitative probes of a pretrained masked-LM encoder (seed 001, chapters 4.4.1 and 5.1.1).
+"""Qualitative probes of a pretrained masked-LM encoder (Polatbilek's thesis, 4.4.1 and 5.1.1).
 
     python -m fairseq_struct.eval.probes checkpoints-bert_elmo/checkpoint_best.pt \\
         --data data-bin/tr-mlm-words --probes fairseq_struct/eval/probes_tr.txt \\

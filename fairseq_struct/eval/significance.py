@@ -1,4 +1,4 @@
-"""Paired significance tests between systems with sacreBLEU's own implementation (SPEC 5.1).
+"""Paired significance tests between systems with sacreBLEU's own implementation (design.md §5.1).
 
 `sacrebleu.significance.PairedTest` runs paired bootstrap resampling (`bs`, Koehn 2004, as
 Moses' script does) or approximate randomization (`ar`, as MultEval does) of BLEU (13a, cased)

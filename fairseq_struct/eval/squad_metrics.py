@@ -1,7 +1,7 @@
 """Exact match and F1 of extractive QA answers, exactly as SQuAD v1.1's official `evaluate-v1.1.py`.
 
 The normalisation is the official script's English one, kept on purpose so that numbers compare
-with published Turkish results (the TQuAD papers and seed 000 score with the same script):
+with published Turkish results (the TQuAD papers and the BERT2D paper score with the same script):
 lower-case with `str.lower` (not Turkish-aware: "I" becomes "i", "İ" becomes "i" plus a combining
 dot), remove ASCII punctuation (`string.punctuation`), remove the English articles a/an/the as
 whole words, collapse whitespace. Turkish punctuation that is not ASCII, such as the apostrophe

@@ -3,7 +3,7 @@
 - Pretraining: each encoder's units, updates, final validation masked-token accuracy (and the
   unigram baseline it must beat) and wall time, and its validation accuracy against updates
   (curves.png).
-- One table per task, seed 000's layout: systems (encoder × pretrained / from scratch) as rows,
+- One table per task as in the BERT2D paper: systems (encoder × pretrained / from scratch) as rows,
   the task's metrics (`downstream.demo_summary.MAIN_METRICS`: word accuracy for POS, entity F1
   for NER, macro F1 and accuracy for sentiment, F1 and EM for QA) as mean ± sample standard
   deviation over the seeds that finished, and Almost Stochastic Order against the baseline (the

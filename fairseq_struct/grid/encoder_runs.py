@@ -45,14 +45,16 @@ ENCODERS: Dict[str, Encoder] = {
         {"cpu": _ROBERTA_TINY, "paper": ("--arch", "roberta_base")},
         about="BERT (fairseq's roberta) with whole-word masking: the papers' baseline",
     ),
-    "bert2d": Encoder("pieces", _BERT2D, about="BERT2D: word + subword 2D positions (seed 000)"),
+    "bert2d": Encoder(
+        "pieces", _BERT2D, about="BERT2D: word + subword 2D positions (Kaya & Tantuğ)"
+    ),
     "bert_elmo": Encoder(
         "words",
         {
             "cpu": ("--arch", "bert_elmo_tiny", "--tokens-are-words"),
             "paper": ("--arch", "bert_elmo_base", "--tokens-are-words"),
         },
-        about="BERT-ELMo: character-CNN word embeddings (seed 001)",
+        about="BERT-ELMo: character-CNN word embeddings (Polatbilek)",
     ),
     "roberta_no_wwm": Encoder(
         "pieces",
@@ -84,7 +86,7 @@ PRETRAINING = {
     ),
 }
 # Fine-tuning options of each task: the cpu profile's are the fine-tuning demo's; the paper
-# profile takes finetune.sh's defaults (seed 000's Table 2).
+# profile takes finetune.sh's defaults (the BERT2D paper's Table 2).
 FINETUNING = {
     "cpu": {
         "ner": ("--epochs", "15", "--lr", "1e-3"),
@@ -94,7 +96,7 @@ FINETUNING = {
     },
     "paper": {task: () for task in TASKS},
 }
-NER_HEAD = ("--head", "lcrf_ner", "--entity-fix")  # seed 002's best head, Entity-Fix at decoding
+NER_HEAD = ("--head", "lcrf_ner", "--entity-fix")  # Zöllner et al.'s best head, Entity-Fix
 
 
 IMPORTED_UNITS = "imported-"  # the units of an imported system: its own tokenizer

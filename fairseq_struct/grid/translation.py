@@ -1,4 +1,4 @@
-"""Seed 004's Table 4 as one command: {bpe, morph} × {transformer_relpos, tp_transformer}.
+"""Table 4 of Soulos et al. as one command: {bpe, morph} × {transformer_relpos, tp_transformer}.
 
     python -m fairseq_struct.grid.translation --tgt-lang tr \\
         --train raw/train --valid raw/valid --test raw/test --out grids/en-tr \\

@@ -1,12 +1,12 @@
 """The report of a translation grid: report.md, report.json and figures in the grid's directory.
 
-- The table of seed 004's Table 4: one row per system (architecture × segmentation), BLEU, chrF
+- Soulos et al.'s Table 4: one row per system (architecture × segmentation), BLEU, chrF
   and chrF++ (sacreBLEU on the raw reference) as mean ± sample standard deviation over the
   seeds that finished, each with sacreBLEU's paired bootstrap test against the baseline (the
   first system). With several seeds, each seed is tested against the baseline's run with the
   same seed and the largest p is reported: a difference is marked significant only when it is
   significant for every seed, in the same direction (seeds significant both ways are named).
-- Density (seed 004's Figure 3): BLEU and chrF of each system (its first finished seed) by
+- Density (Soulos et al.'s Figure 3): BLEU and chrF of each system (its first finished seed) by
   morphemes per word of the reference, from the morph mode's segmented test reference.
 - The test set: pieces per word in each mode, morphemes per word, and C_D of the raw reference.
 - Validation curves (BLEU against updates, one colour per system, a line per seed), wall time
@@ -464,7 +464,7 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
         lines += [f"| {name} | {value:.3f} |" for name, value in statistics_of_test.items()]
         lines.append("")
     if density is not None:
-        lines += ["## By morphological density (seed 004, Figure 3)", ""]
+        lines += ["## By morphological density (Soulos et al., Figure 3)", ""]
         lines += ["First finished seed of each system; morphemes per word of the segmented "]
         lines[-1] += "reference."
         lines += ["", *density["table"], "", "![BLEU by density](density.png)", ""]

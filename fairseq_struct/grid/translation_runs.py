@@ -11,7 +11,7 @@ from fairseq_struct.grid.steps import Step, python_command, scripts_dir
 
 MODES = ("bpe", "morph")
 ARCHITECTURES = ("transformer_relpos", "tp_transformer")
-# The four systems of seed 004's Table 4; the first is the baseline of the significance tests.
+# The four systems of Soulos et al.'s Table 4; the first is the baseline of the significance tests.
 DEFAULT_SYSTEMS = (
     ("bpe", "transformer_relpos"),
     ("morph", "transformer_relpos"),

@@ -1,4 +1,4 @@
-"""BERT-ELMo (Polatbilek; SPEC 4.3): a BERT whose token embeddings come from characters.
+"""BERT-ELMo (Polatbilek; design.md §4.3): a BERT whose token embeddings come from characters.
 
 Input is whole words (word-level data: `fairseq-preprocess --only-source` on tokenized text,
 task option `--tokens-are-words`). Each dictionary word is spelled with a character
@@ -197,7 +197,7 @@ class BertElmoModel(StructRobertaModel):
         parser.add_argument(
             "--char-filters",
             type=str,
-            help="the character CNN's convolutions as WIDTH:FILTERS,... (default: SPEC 4.3's "
+            help="the character CNN's convolutions as WIDTH:FILTERS,... (default: BERT-ELMo's "
             f"{format_filter_bank(CHARACTER_FILTERS)})",
         )
         parser.add_argument(

@@ -1,4 +1,4 @@
-"""The Transformer encoder of the masked-LM models, with word structure (SPEC 4.2, 4.4).
+"""The Transformer encoder of the masked-LM models, with word structure (design.md §4.2, §4.4).
 
 fairseq's `TransformerEncoder` (what `roberta` uses), subclassed, with three options:
 - absolute positions: 1D, BERT2D's 2D (word + subword), or none; optional segment embeddings;

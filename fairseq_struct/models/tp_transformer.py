@@ -1,4 +1,4 @@
-"""TP-Transformer encoder-decoder (Soulos et al., after Schlag et al.; SPEC 2).
+"""TP-Transformer encoder-decoder (Soulos et al., after Schlag et al.; design.md §2).
 
 A fairseq Transformer whose every attention binds its output to a learned role vector and uses
 relative positions (Shaw et al.) in encoder and decoder self-attention. The model subclasses

@@ -1,4 +1,4 @@
-"""The paper's baseline: a Transformer with relative positions and no roles (SPEC 2.3).
+"""The paper's baseline: a Transformer with relative positions and no roles (design.md §2.3).
 
 Same code path as the TP-Transformer with role binding switched off. At base size the heads are
 80 wide instead of 64 so that both models have the same number of parameters (the paper:

@@ -1,4 +1,4 @@
-"""Character CNN word embedder of BERT-ELMo (seed 001 section 4.1, after ELMo; SPEC 4.3).
+"""Character CNN word embedder of BERT-ELMo (Polatbilek, section 4.1, after ELMo; design.md §4.3).
 
 char ids (..., max_chars) -> char embeddings -> parallel Conv1d of widths 1-7 (1,056 filters)
 -> max over time -> ReLU -> 2 highway layers -> linear projection to the model dimension.
@@ -11,7 +11,8 @@ from torch import Tensor, nn
 
 from fairseq_struct.modules.character_vocabulary import PAD
 
-# (width, filters) of SPEC 4.3: ELMo's widths with 32 filters of width 7 (1,056 in all).
+# (width, filters) of design.md §4.3 (Polatbilek, 4.2.2): ELMo's widths with 32 filters of
+# width 7 (1,056 in all).
 CHARACTER_FILTERS: Tuple[Tuple[int, int], ...] = (
     (1, 32),
     (2, 32),
@@ -50,7 +51,7 @@ HIGHWAY_GATE_BIAS = -2.0
 
 
 class Highway(nn.Module):
-    """y = g · f(A x) + (1 - g) · x with g = sigmoid(G x + b_g) and f = ReLU (seed 001, 2.3)."""
+    """y = g · f(A x) + (1 - g) · x with g = sigmoid(G x + b_g) and f = ReLU (Polatbilek, 2.3)."""
 
     def __init__(self, dim: int, gate_bias: float = HIGHWAY_GATE_BIAS) -> None:
         super().__init__()

@@ -1,4 +1,4 @@
-"""Character vocabulary for BERT-ELMo's whole-word input (seed 001; SPEC 4.3).
+"""Character vocabulary for BERT-ELMo's whole-word input (Polatbilek; design.md §4.3).
 
 A word becomes [begin-of-word, c_1, ..., c_k, end-of-word, pad, ...] of fixed width `max_chars`
 (ELMo's layout). Words longer than max_chars - 2 characters are truncated, never rejected, and a

@@ -36,6 +36,19 @@ def forbidden_transitions(labels: Sequence[str]) -> Tensor:
     return forbidden
 
 
+def lcrf_ner_transitions(
+    transition_weights: Tensor,
+    forbidden: Tensor,
+    forbidden_factor: Tensor,
+    forbidden_penalty: Tensor,
+) -> Tensor:
+    """LCRF_NER's transitions T = (A + ω_f·F) ⊙ W − ω_a·F (eq. 7), with A = 1 − F."""
+    allowed = 1.0 - forbidden
+    return (
+        allowed + forbidden_factor * forbidden
+    ) * transition_weights - forbidden_penalty * forbidden
+
+
 class LinearChainCRF(nn.Module):
     """LCRF (`forbidden is None`: T = W) or LCRF_NER (T of eq. 7) over `num_tags` tags.
 
@@ -68,10 +81,9 @@ class LinearChainCRF(nn.Module):
         """T: W for LCRF, (A + ω_f·F) ⊙ W − ω_a·F for LCRF_NER (eq. 7)."""
         if self.forbidden is None:
             return self.transition_weights
-        allowed = 1.0 - self.forbidden
-        return (
-            allowed + self.forbidden_factor * self.forbidden
-        ) * self.transition_weights - self.forbidden_penalty * self.forbidden
+        return lcrf_ner_transitions(
+            self.transition_weights, self.forbidden, self.forbidden_factor, self.forbidden_penalty
+        )
 
     def _compute_inputs(self, emissions: Tensor) -> Tuple[Tensor, Tensor]:
         # fp16/bf16 emissions (and a .half() model) are scored in float32: the forward

@@ -1,4 +1,4 @@
-"""Multi-head attention with TP-Transformer role binding and relative positions (SPEC 2.1, 2.2).
+"""Multi-head attention with TP-Transformer roles and relative positions (design.md §2.1, §2.2).
 
 For head h: Q, K, V as usual, and the role R = X W_r + b_r computed from the query stream.
 A = softmax(Q K^T / sqrt(d_k) + relative terms), V̄ = A V (+ Σ α a^V), and the filler V̄ is

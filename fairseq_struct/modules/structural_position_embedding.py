@@ -57,12 +57,12 @@ def subword_position_ids(
     return torch.where(position_in_word == 0, torch.zeros_like(ids), ids)
 
 
-def restarted_word_index(structure: WordStructure) -> Tensor:
+def restarted_word_index(word_index: Tensor, segment_index: Tensor) -> Tensor:
     """Word indices with the second segment's words counted from 0 (its first word is 0)."""
-    second = structure.segment_index.bool()
+    second = segment_index.bool()
     first_of_second = second.long().argmax(dim=1, keepdim=True)  # 0 where there is none
-    offset = structure.word_index.gather(1, first_of_second)
-    return torch.where(second, structure.word_index - offset, structure.word_index)
+    offset = word_index.gather(1, first_of_second)
+    return torch.where(second, word_index - offset, word_index)
 
 
 class StructuralPositionEmbedding(nn.Module):
@@ -106,7 +106,7 @@ class StructuralPositionEmbedding(nn.Module):
         """(batch, time) row of `positions` per token: the word index in 2d mode."""
         if self.mode == "2d":
             if self.restart_words:
-                return restarted_word_index(structure)
+                return restarted_word_index(structure.word_index, structure.segment_index)
             return structure.word_index
         return torch.arange(
             structure.word_index.shape[1], device=structure.word_index.device

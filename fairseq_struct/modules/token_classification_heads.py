@@ -1,4 +1,4 @@
-"""Token-classification heads of the fine-tuning tasks (SPEC 5.4; seed 002 section 4).
+"""Token-classification heads of fine-tuning (design.md §5.4; Zöllner et al., section 4).
 
 Every head has RoBERTa's classification-head shape per token (dropout → `dense` → activation →
 dropout → `out_proj`), so fairseq's `RobertaModel.upgrade_state_dict_named` recognises it: a

@@ -1,4 +1,4 @@
-"""Whole-Word Attention (WWA, seed 002 section 5; SPEC 4.4).
+"""Whole-Word Attention (WWA, Zöllner et al., section 5; design.md §4.4).
 
     out = x + mha_wwa(x) + mha_wind(x)
 
@@ -42,7 +42,7 @@ from fairseq_struct.modules.relative_position import RelativePositionEmbeddings
 
 
 def attention_energy_count(num_words: int, num_tokens: int, window: int = 5) -> int:
-    """Energy values per head of WWA for one sequence: m² + (2w+1)·n (eq. 9 of seed 002)."""
+    """Energy values per head of WWA for one sequence: m² + (2w+1)·n (Zöllner et al., eq. 9)."""
     return num_words**2 + (2 * window + 1) * num_tokens
 
 

@@ -1,4 +1,4 @@
-"""Text to pieces: morphological segmentation and the joint SentencePiece model (SPEC section 3).
+"""Text to pieces: morphological segmentation and the joint SentencePiece model (design.md §3).
 
 - `turkish`: `TurkishSegmenter`, Zemberek morphemes with sentence-level disambiguation
   ("göremediklerimizden" -> "gör￭eme￭dik￭ler￭imiz￭den"), fast and identical to the reference.

@@ -1,4 +1,4 @@
-"""Inuktitut morphological segmentation with Morfessor Baseline (SPEC section 3).
+"""Inuktitut morphological segmentation with Morfessor Baseline (design.md §3).
 
 No analyser for Inuktitut exists in Python, so `InuktitutSegmenter` learns an unsupervised
 Morfessor Baseline model (Creutz & Lagus 2007; Morfessor 2.0, Virpioja et al. 2013) from the
@@ -130,9 +130,9 @@ class InuktitutSegmenter:
     - word *types* with log-dampened counts (`dampening="log"`, Morfessor's `--dampening
       log`): training on tokens makes frequent words so cheap to store whole that Morfessor
       under-segments them, and Inuktitut is mostly rare, long words (a type/token ratio of
-      0.42, seed 004); plain types (`"ones"`) would split frequent function words and names
-      into pieces as eagerly as hapaxes. Log counts keep hapaxes at 1 while letting the
-      most frequent words stay whole.
+      0.42, Soulos et al., footnote 3); plain types (`"ones"`) would split frequent function
+      words and names into pieces as eagerly as hapaxes. Log counts keep hapaxes at 1 while
+      letting the most frequent words stay whole.
     - `corpus_weight=1.0`: Morfessor's default MDL balance between lexicon and corpus cost;
       a larger weight gives fewer, longer morphs.
     - `seed=1`: Morfessor shuffles the training words each epoch with Python's `random`;

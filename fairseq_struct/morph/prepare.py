@@ -1,4 +1,4 @@
-"""Turn a raw parallel corpus into SentencePiece text for stock fairseq-preprocess (SPEC section 3).
+"""Turn a raw parallel corpus into SentencePiece text for stock fairseq-preprocess (design.md §3).
 
     python -m fairseq_struct.morph.prepare --src-lang en --tgt-lang tr \\
         --train raw/train --valid raw/valid --test raw/test \\

@@ -1,4 +1,4 @@
-"""A segmentation cache that outlives the run: segmented lines in an sqlite3 file (SPEC section 3).
+"""A segmentation cache that outlives the run: segmented lines in an sqlite3 file (design.md §3).
 
 Segmenting a corpus with Zemberek is the slow step of data preparation, and it is often rerun on
 the same text (another vocabulary size, another split). The cache maps a raw line to its

@@ -1,4 +1,4 @@
-"""One joint SentencePiece model over source and target text (SPEC section 3).
+"""One joint SentencePiece model over source and target text (design.md §3).
 
 Training settings, and why:
 - identity normalisation, no removal of extra whitespace, no byte fallback: the pieces spell

@@ -1,4 +1,4 @@
-"""Turkish morphological segmentation with Zemberek (SPEC section 3).
+"""Turkish morphological segmentation with Zemberek (design.md §3).
 
 `TurkishSegmenter.segment` inserts MORPHEME_BOUNDARY between the morphemes of every word that
 Zemberek analyses, choosing each word's analysis with Zemberek's sentence-level perceptron

@@ -1,4 +1,4 @@
-"""Cut labelled text into the units a pretrained encoder was trained on (SPEC 5.4).
+"""Cut labelled text into the units a pretrained encoder was trained on (design.md §5.4).
 
 A fine-tuned model must see exactly the units of its pretraining run, so everything is read
 from the pretraining data directory that `scripts/prepare-mlm.sh` wrote, or from the directory

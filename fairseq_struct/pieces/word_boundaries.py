@@ -16,7 +16,7 @@ dictionary is needed to recover the words of a sentence.
 """
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from fairseq.data import Dictionary
@@ -92,6 +92,25 @@ def word_structure(
     A `</s>` closes its word: the token after it begins one even when it is a continuation
     piece (a window of a long context may start inside a word).
     """
+    word_index, position_in_word, word_length, segment_index = word_structure_tensors(
+        word_starts, tokens, eos
+    )
+    return WordStructure(
+        word_index=word_index,
+        position_in_word=position_in_word,
+        word_length=word_length,
+        segment_index=segment_index,
+        max_words=max_words,
+    )
+
+
+def word_structure_tensors(
+    word_starts: Tensor, tokens: Tensor, eos: int
+) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """`word_structure` in plain torch: word index, position in the word, word length and
+    segment of every token, (batch, time) each. The exported Hugging Face code carries a copy
+    (export/hf_code/modeling_struct_encoder.py, checked by tests/export/test_hf_code_copies.py).
+    """
     time = word_starts.shape[1]
     positions = torch.arange(time, device=word_starts.device).expand_as(word_starts)
     starts = word_starts.clone()
@@ -108,10 +127,9 @@ def word_structure(
     is_eos = tokens.eq(eos).long()
     # Tokens after the first </s> are segment 1 (the first </s> itself closes segment 0).
     segment_index = ((is_eos.cumsum(dim=1) - is_eos) > 0).long()
-    return WordStructure(
-        word_index=word_index,
-        position_in_word=positions - word_start_position,
-        word_length=word_end_position - word_start_position + 1,
-        segment_index=segment_index,
-        max_words=max_words,
+    return (
+        word_index,
+        positions - word_start_position,
+        word_end_position - word_start_position + 1,
+        segment_index,
     )

@@ -1,7 +1,7 @@
 """IOB2 NER tags: parsing, IOB1 repair, the Entity-Fix rule, CSE tagging and entity F1.
 
-Seed 002 section 4 (SPEC 5.4). A tag is `O`, `B-X` (first token of an entity of type X) or
-`I-X` (a following token of it); in IOB2 every entity starts with B-, so an I-X is only
+Zöllner et al., section 4 (design.md §5.4). A tag is `O`, `B-X` (first token of an entity of
+type X) or `I-X` (a following token of it); in IOB2 every entity starts with B-, so an I-X is only
 allowed after B-X or I-X.
 
 - `entity_fix` is the Entity-Fix rule of section 4.3 (Table 5).
@@ -71,7 +71,7 @@ def count_iob2_violations(tags: Sequence[str]) -> int:
 
 
 def entity_fix(tags: Sequence[str]) -> List[str]:
-    """The Entity-Fix rule of seed 002 section 4.3, left to right on the fixed sequence.
+    """The Entity-Fix rule of Zöllner et al., section 4.3, left to right on the fixed sequence.
 
     A forbidden I-X (its fixed predecessor is neither B-X nor I-X) takes the predecessor's
     tag, as I- if that was B- (so after O it becomes O); an I-X opening the sentence becomes
@@ -98,7 +98,7 @@ def entity_fix(tags: Sequence[str]) -> List[str]:
 
 
 def cse_targets(tags: Sequence[str]) -> Tuple[List[int], List[int], List[str]]:
-    """Start, end and class targets of CSE tagging (seed 002 Table 4) for IOB2 tags.
+    """Start, end and class targets of CSE tagging (Zöllner et al., Table 4) for IOB2 tags.
 
     start = 1 on the first token of an entity, end = 1 on its last token (both on a
     one-token entity), class = its type without B-/I-, or "O". Raises ValueError on an I-X
@@ -160,7 +160,7 @@ def cse_decode(
     class_names: Sequence[str],
     threshold: float = 0.5,
 ) -> List[str]:
-    """IOB2 tags of one sentence from CSE's three heads (seed 002 section 4.1; SPEC 5.4).
+    """IOB2 tags of one sentence from CSE's three heads (Zöllner et al., 4.1; design.md §5.4).
 
     start_probs, end_probs (N,): sigmoid outputs; class_probs (N, C): softmax over
     `class_names` ("O" among them). Markers and missing ones are paired by `_cse_spans`; the

@@ -1,4 +1,4 @@
-"""Extractive question answering (SQuAD v1.1, TQuAD) on a pretrained encoder (SPEC 5.4).
+"""Extractive question answering (SQuAD v1.1, TQuAD) on a pretrained encoder (design.md §5.4).
 
     fairseq-train data-bin/qa --user-dir fairseq_struct --task extractive_qa \\
         --criterion extractive_qa --arch bert2d_tiny --max-answer-length 64 \\
@@ -39,7 +39,7 @@ logger = logging.getLogger(__name__)
 class ExtractiveQAConfig(FairseqDataclass):
     data: str = field(default="", metadata={"help": "directory of downstream.prepare qa"})
     max_answer_length: int = field(
-        default=64, metadata={"help": "longest answer in tokens (seed 000, Table 2: 64)"}
+        default=64, metadata={"help": "longest answer in tokens (BERT2D paper, Table 2: 64)"}
     )
     classification_head_name: str = field(
         default="span_extraction_head", metadata={"help": "name of the model's head"}

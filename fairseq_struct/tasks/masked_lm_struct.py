@@ -1,4 +1,4 @@
-"""Masked-LM pretraining with word structure and sentence-pair objectives (SPEC 4.1, 4.4).
+"""Masked-LM pretraining with word structure and sentence-pair objectives (design.md §4.1, §4.4).
 
 fairseq's `masked_lm` task, on the same data (stock `fairseq-preprocess --only-source` output),
 plus:

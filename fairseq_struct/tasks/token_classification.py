@@ -8,7 +8,7 @@
 
 Data: `python -m fairseq_struct.downstream.prepare ner|pos` (`input0/` token ids with `<s>` and
 `</s>`, `labels/` one label per token, `<pad>` where no word starts). Each word's label is
-predicted on its first unit (SPEC 5.4). The head (`--head softmax|cse|lcrf|lcrf_ner`) is a
+predicted on its first unit (design.md §5.4). The head (`--head softmax|cse|lcrf|lcrf_ner`) is a
 classification head of the model, so any `RobertaModel` of the project (`roberta`, `bert2d`,
 `bert_elmo`, with their relative positions or Whole-Word Attention) fine-tunes unchanged.
 Validation reports entity-level F1 (seqeval, IOB2; NER) or word accuracy (POS).
@@ -53,7 +53,7 @@ class TokenClassificationConfig(FairseqDataclass):
         default="softmax",
         metadata={
             "help": "softmax (one label per word), cse (class-start-end), lcrf (linear-chain "
-            "CRF), lcrf_ner (CRF with the learned forbidden-transition penalty of seed 002)"
+            "CRF), lcrf_ner (CRF with the learned forbidden-transition penalty of Zöllner et al.)"
         },
     )
     entity_fix: bool = field(

@@ -1,4 +1,4 @@
-"""Translation on SentencePiece (and morpheme-segmented) data, scored on plain words (SPEC 2.4).
+"""Translation on SentencePiece or morpheme-segmented data, scored on plain words (design.md §2.4).
 
 The data went through `fairseq_struct.morph` (optional Zemberek/Morfessor segmentation, then
 SentencePiece pieces that never cross a morpheme boundary). This task is fairseq's

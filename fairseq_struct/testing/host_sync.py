@@ -1,4 +1,4 @@
-"""Find the operations that make the host wait for the GPU (issue 12: no sync per step).
+"""Find the operations that make the host wait for the GPU (no host synchronisation per step).
 
 A training step on a GPU is fast only while the host queues kernels ahead of the device. Any
 operation whose result the host must read (`.item()`, `int(t)`, `bool(t)`, `torch.equal`) or

@@ -126,7 +126,7 @@ class StructEncoderConfig(PretrainedConfig):
         self.char_embed_dim = char_embed_dim
         self.max_word_chars = max_word_chars
         self.num_characters = num_characters
-        # (width, filters) of each convolution: SPEC 4.3's seven widths by default.
+        # (width, filters) of each convolution: BERT-ELMo's seven (Polatbilek, 4.2.2) by default.
         self.char_filters = char_filters or [
             [1, 32],
             [2, 32],

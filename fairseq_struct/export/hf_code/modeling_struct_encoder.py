@@ -41,7 +41,7 @@ from transformers.modeling_outputs import (
     TokenClassifierOutput,
 )
 
-from .configuration_struct_encoder import StructEncoderConfig
+from .configuration_struct_encoder import SUBWORD_STRATEGIES, StructEncoderConfig
 
 # ----------------------------------------------------------------------------- small pieces
 
@@ -64,15 +64,19 @@ ACTIVATIONS: Dict[str, Callable[[Tensor], Tensor]] = {
     "tanh": torch.tanh,
     "linear": lambda x: x,
 }
+# Copied from fairseq_struct.modules.character_vocabulary.PAD
+PAD = 0  # the character id of padding (the id of no character)
+# Copied from fairseq_struct.tagging.iob.OUTSIDE
+OUTSIDE = "O"
 
 
+# Copied from fairseq_struct.pieces.word_boundaries.word_structure_tensors with word_structure_tensors->word_structure
 def word_structure(
     word_starts: Tensor, tokens: Tensor, eos: int
 ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """Per token (batch, time): word index, position in the word, word length in tokens, and
-    segment (0 up to and including the first </s>, 1 after); fairseq_struct's
-    `pieces.word_boundaries.word_structure`. Padding tokens are one-token words; a </s> closes
-    its word (the token after it begins one)."""
+    segment (0 up to and including the first </s>, 1 after). Padding tokens are one-token
+    words; a </s> closes its word (the token after it begins one)."""
     time = word_starts.shape[1]
     positions = torch.arange(time, device=word_starts.device).expand_as(word_starts)
     starts = word_starts.clone()
@@ -87,6 +91,7 @@ def word_structure(
         torch.where(ends, positions, last).flip(dims=[1]).cummin(dim=1).values.flip(dims=[1])
     )
     is_eos = tokens.eq(eos).long()
+    # Tokens after the first </s> are segment 1 (the first </s> itself closes segment 0).
     segment_index = ((is_eos.cumsum(dim=1) - is_eos) > 0).long()
     return (
         word_index,
@@ -96,15 +101,16 @@ def word_structure(
     )
 
 
+# Copied from fairseq_struct.modules.structural_position_embedding.restarted_word_index
 def restarted_word_index(word_index: Tensor, segment_index: Tensor) -> Tensor:
-    """Word indices with segment 1's words counted from 0 (its first word is 0);
-    fairseq_struct's `modules.structural_position_embedding.restarted_word_index`."""
+    """Word indices with segment 1's words counted from 0 (its first word is 0)."""
     second = segment_index.bool()
     first_of_second = second.long().argmax(dim=1, keepdim=True)  # 0 where there is none
     offset = word_index.gather(1, first_of_second)
     return torch.where(second, word_index - offset, word_index)
 
 
+# Copied from fairseq_struct.modules.structural_position_embedding.subword_position_ids
 def subword_position_ids(
     position_in_word: Tensor, word_length: Tensor, max_intermediate: int, strategy: str
 ) -> Tensor:
@@ -114,6 +120,8 @@ def subword_position_ids(
     uniform 2 + j if n <= M else 2 + round_half_up(j (M-1) / n); paper 2 + j if n <= M else
     2 + floor(j M / n); leftover_as_last 2 + j if j < M else 1.
     """
+    if max_intermediate < 1:
+        raise ValueError(f"max_intermediate (M) must be >= 1, got {max_intermediate}")
     intermediate = (word_length - 2).clamp(min=1)  # n; clamped only where it is unused
     j = position_in_word - 1
     if strategy == "uniform":
@@ -125,19 +133,13 @@ def subword_position_ids(
     elif strategy == "paper":
         squeezed = 2 + torch.div(j * max_intermediate, intermediate, rounding_mode="floor")
         middle = torch.where(intermediate <= max_intermediate, 2 + j, squeezed)
-    else:  # leftover_as_last
+    elif strategy == "leftover_as_last":
         middle = torch.where(j < max_intermediate, 2 + j, torch.ones_like(j))
+    else:
+        raise ValueError(f"subword strategy must be one of {SUBWORD_STRATEGIES}, not {strategy!r}")
     last = position_in_word == word_length - 1
     ids = torch.where(last, torch.ones_like(middle), middle)
     return torch.where(position_in_word == 0, torch.zeros_like(ids), ids)
-
-
-def _masked_softmax(energies: Tensor, mask: Tensor, dropout: nn.Dropout) -> Tensor:
-    """Softmax in fp32 at least, masked with the dtype's lowest finite value (Whole-Word
-    Attention: a padding token whose whole window is padding gets finite weights, no NaN)."""
-    energies = energies.masked_fill(mask, torch.finfo(energies.dtype).min)
-    accumulate = torch.promote_types(energies.dtype, torch.float32)
-    return dropout(torch.softmax(energies, dim=-1, dtype=accumulate).to(energies.dtype))
 
 
 # ----------------------------------------------------------------------------- embeddings
@@ -215,6 +217,7 @@ class Highway(nn.Module):
         self.transform = nn.Linear(dim, dim)
         self.gate = nn.Linear(dim, dim)
 
+    # Copied from fairseq_struct.modules.character_cnn.Highway.forward
     def forward(self, x: Tensor) -> Tensor:
         g = torch.sigmoid(self.gate(x))
         return g * torch.relu(self.transform(x)) + (1 - g) * x
@@ -225,6 +228,7 @@ class CharacterCNN(nn.Module):
 
     def __init__(self, config: StructEncoderConfig) -> None:
         super().__init__()
+        self.padding_idx = PAD
         self.char_embed = nn.Embedding(config.num_characters, config.char_embed_dim, padding_idx=0)
         self.convolutions = nn.ModuleList(
             nn.Conv1d(config.char_embed_dim, filters, kernel_size=width)
@@ -234,19 +238,33 @@ class CharacterCNN(nn.Module):
         num_filters = sum(filters for _, filters in config.char_filters)
         self.highways = nn.ModuleList(Highway(num_filters) for _ in range(config.num_highway))
         self.projection = nn.Linear(num_filters, config.hidden_size)
+        self.output_dim = config.hidden_size
 
+    # Copied from fairseq_struct.modules.character_cnn.CharacterCNNWordEmbedder.forward
     def forward(self, char_ids: Tensor) -> Tensor:
-        """(words, max_chars) character ids -> (words, hidden_size)."""
-        if char_ids.size(1) < self.max_width:
-            char_ids = F.pad(char_ids, (0, self.max_width - char_ids.size(1)), value=0)
-        x = self.char_embed(char_ids).transpose(1, 2)
-        # Max over time, then ReLU (ELMo's order).
-        features = torch.relu(
-            torch.cat([conv(x).max(dim=-1).values for conv in self.convolutions], dim=-1)
-        )
+        """char_ids (..., max_chars) long -> word embeddings (..., hidden_size)."""
+        leading = char_ids.shape[:-1]
+        chars = char_ids.reshape(-1, char_ids.size(-1))
+        if chars.size(1) < self.max_width:
+            # The widest filter needs max_width positions to give one output.
+            chars = nn.functional.pad(
+                chars, (0, self.max_width - chars.size(1)), value=self.padding_idx
+            )
+        x = self.char_embed(chars).transpose(1, 2)  # (words, embed, chars) for Conv1d
+        # Max over time, then ReLU (ELMo's order: the nonlinearity after the pooling).
+        features = torch.cat([conv(x).max(dim=-1).values for conv in self.convolutions], dim=-1)
+        features = torch.relu(features)
         for highway in self.highways:
             features = highway(features)
-        return self.projection(features)
+        return self.projection(features).view(*leading, self.output_dim)
+
+
+# Copied from fairseq_struct.models.bert_elmo.trim_padding
+def trim_padding(characters: Tensor, max_filter_width: int) -> Tensor:
+    """Drop the padding columns beyond `max_filter_width` past the longest word: they cannot
+    change a max over time (the same embeddings, faster)."""
+    longest = int(characters.ne(PAD).sum(dim=1).max()) if characters.numel() else 0
+    return characters[:, : min(characters.size(1), longest + max_filter_width)]
 
 
 class CharacterWordEmbedding(nn.Module):
@@ -259,27 +277,42 @@ class CharacterWordEmbedding(nn.Module):
 
     def __init__(self, config: StructEncoderConfig) -> None:
         super().__init__()
+        self.embedding_dim = config.hidden_size
         self.embedder = CharacterCNN(config)
         self.register_buffer(
             "word_characters", torch.zeros(config.vocab_size, config.max_word_chars).long()
         )
         self.register_buffer("character_code_points", torch.zeros(config.num_characters - 4).long())
 
+    # Copied from fairseq_struct.models.bert_elmo.DictionaryCharacterEmbedding.forward
     def forward(self, tokens: Tensor) -> Tensor:
-        if tokens.device.type == "cpu":
-            # Each distinct word once, and no wider than needed: the padding columns beyond
-            # max_width past the longest word cannot change a max over time (same embeddings).
+        if self.embeds_distinct_words(tokens):
+            # Each distinct word of the batch goes through the CNN once, no wider than needed.
             words, inverse = torch.unique(tokens, return_inverse=True)
-            characters = self.word_characters[words]
-            longest = int(characters.ne(0).sum(dim=1).max()) if characters.numel() else 0
-            characters = characters[:, : min(characters.size(1), longest + self.embedder.max_width)]
+            characters = trim_padding(self.word_characters[words], self.embedder.max_width)
             return self.embedder(characters)[inverse]
-        # On an accelerator: fixed shapes, no host synchronisation.
-        flat = self.embedder(self.word_characters[tokens.reshape(-1)])
-        return flat.view(tokens.shape + (flat.size(-1),))
+        # Fixed shapes, no host synchronisation: every token at the full character width.
+        return self.embedder(self.word_characters[tokens.reshape(-1)]).view(
+            tokens.shape + (self.embedding_dim,)
+        )
+
+    # Copied from fairseq_struct.models.bert_elmo.DictionaryCharacterEmbedding.embeds_distinct_words
+    @staticmethod
+    def embeds_distinct_words(tokens: Tensor) -> bool:
+        """Deduplicate on the CPU only (on an accelerator, finding the distinct words would be a
+        host synchronisation); both give the same embeddings."""
+        return tokens.device.type == "cpu"
 
 
 # ----------------------------------------------------------------------------- attention
+
+
+# Copied from fairseq_struct.modules.relative_position._bucket_table
+def _bucket_table(max_relative_position: int, length: int, device: torch.device) -> Tensor:
+    positions = torch.arange(length, device=device)
+    distance = positions.unsqueeze(0) - positions.unsqueeze(1)
+    k = max_relative_position
+    return distance.clamp(-k, k) + k
 
 
 class RelativePositionEmbeddings(nn.Module):
@@ -292,69 +325,61 @@ class RelativePositionEmbeddings(nn.Module):
         self.relative_keys = nn.Parameter(torch.zeros(num_buckets, head_dim))
         self.relative_values = nn.Parameter(torch.zeros(num_buckets, head_dim))
 
-    def bucket_index(self, length: int, device: torch.device) -> Tensor:
-        positions = torch.arange(length, device=device)
-        k = self.max_relative_position
-        return (positions.unsqueeze(0) - positions.unsqueeze(1)).clamp(-k, k) + k
+    # Copied from fairseq_struct.modules.relative_position.RelativePositionEmbeddings.num_buckets
+    @property
+    def num_buckets(self) -> int:
+        return 2 * self.max_relative_position + 1
 
+    def bucket_index(self, length: int, device: torch.device) -> Tensor:
+        """(length, length) table of clip(j - i, -k, k) + k."""
+        return _bucket_table(self.max_relative_position, length, device)
+
+    # Copied from fairseq_struct.modules.relative_position.RelativePositionEmbeddings.key_logits
     def key_logits(self, query: Tensor, bucket_index: Tensor) -> Tensor:
         """q_i · a^K_ij (eq. 4 of Shaw et al.): (..., T_q, d) -> (..., T_q, T_k)."""
         per_bucket = torch.matmul(query, self.relative_keys.transpose(0, 1))
-        return per_bucket.gather(-1, bucket_index.expand(query.shape[:-2] + bucket_index.shape))
+        index = bucket_index.expand(query.shape[:-2] + bucket_index.shape)
+        return per_bucket.gather(-1, index)
 
-    def value_term(self, probs: Tensor, bucket_index: Tensor) -> Tensor:
+    # Copied from fairseq_struct.modules.relative_position.RelativePositionEmbeddings.value_term
+    def value_term(self, attn_probs: Tensor, bucket_index: Tensor) -> Tensor:
         """Σ_j α_ij a^V_ij (eq. 3): the weights summed per bucket (in fp32), then a matmul."""
-        buckets = probs.new_zeros(
-            probs.shape[:-1] + (self.relative_keys.size(0),), dtype=torch.float32
+        index = bucket_index.expand(attn_probs.shape)
+        # The edge buckets sum up to T_k weights: accumulated in fp32, as a half-precision sum
+        # of many small terms loses them.
+        bucket_probs = attn_probs.new_zeros(
+            attn_probs.shape[:-1] + (self.num_buckets,), dtype=torch.float32
         )
-        buckets.scatter_add_(-1, bucket_index.expand(probs.shape), probs.float())
-        return torch.matmul(buckets.type_as(self.relative_values), self.relative_values)
+        bucket_probs.scatter_add_(-1, index, attn_probs.float())
+        return torch.matmul(bucket_probs.type_as(self.relative_values), self.relative_values)
 
 
-class StructSelfAttention(nn.Module):
-    """Multi-head self-attention, with Shaw relative positions when `relative_positions` > 0."""
-
-    def __init__(self, config: StructEncoderConfig) -> None:
-        super().__init__()
-        dim = config.hidden_size
-        self.num_heads = config.num_attention_heads
-        self.head_dim = dim // self.num_heads
-        self.q_proj = nn.Linear(dim, dim)
-        self.k_proj = nn.Linear(dim, dim)
-        self.v_proj = nn.Linear(dim, dim)
-        self.out_proj = nn.Linear(dim, dim)
-        self.relative_positions = (
-            RelativePositionEmbeddings(config.relative_positions, self.head_dim)
-            if config.relative_positions > 0
-            else None
-        )
-        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
-
-    def _heads(self, x: Tensor) -> Tensor:
-        batch, length, _ = x.shape
-        return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
-
-    def forward(self, x: Tensor, padding_mask: Tensor, word_index: Tensor) -> Tensor:
-        """x (B, T, C), padding_mask (B, T) True at padding."""
-        batch, length, dim = x.shape
-        q = self._heads(self.q_proj(x) * self.head_dim**-0.5)
-        k, v = self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
-        energies = torch.matmul(q, k.transpose(2, 3))
-        bucket_index = None
-        if self.relative_positions is not None:
-            bucket_index = self.relative_positions.bucket_index(length, x.device)
-            energies = energies + self.relative_positions.key_logits(q, bucket_index)
-        energies = energies.masked_fill(padding_mask[:, None, None, :], float("-inf"))
-        accumulate = torch.promote_types(energies.dtype, torch.float32)
-        probs = self.dropout(F.softmax(energies, dim=-1, dtype=accumulate).type_as(energies))
-        heads = torch.matmul(probs, v)
-        if bucket_index is not None:
-            heads = heads + self.relative_positions.value_term(probs, bucket_index)
-        return self.out_proj(heads.transpose(1, 2).reshape(batch, length, dim))
+# Copied from fairseq_struct.modules.whole_word_attention.average_words
+def average_words(
+    tokens: Tensor, word_index: Tensor, key_padding_mask: Optional[Tensor], num_words: int
+) -> Tuple[Tensor, Tensor, Tensor]:
+    """eq. 8: x̂_j = mean of the x_i with F(i) = j, as scatter-adds (linear in T): the word
+    vectors (B, num_words, C), the word sizes (B, num_words) in tokens (0 for an empty slot) and
+    the word index with padding tokens sent to word 0; sums accumulate in fp32 at least."""
+    batch, _, dim = tokens.shape
+    summands = tokens.to(torch.promote_types(tokens.dtype, torch.float32))
+    if key_padding_mask is not None:
+        # Padding tokens join word 0 with weight 0, whatever word_index says there.
+        word_index = word_index.masked_fill(key_padding_mask, 0)
+        summands = summands.masked_fill(key_padding_mask.unsqueeze(-1), 0.0)
+        token_weight = (~key_padding_mask).to(summands.dtype)
+    else:
+        token_weight = summands.new_ones(word_index.shape)
+    token_to_word = word_index.unsqueeze(-1).expand(-1, -1, dim)
+    word_sums = summands.new_zeros(batch, num_words, dim).scatter_add(1, token_to_word, summands)
+    word_sizes = summands.new_zeros(batch, num_words).scatter_add(1, word_index, token_weight)
+    words = word_sums / word_sizes.clamp(min=1).unsqueeze(-1)
+    return words.to(tokens.dtype), word_sizes, word_index
 
 
 class AttentionProjections(nn.Module):
-    """q/k/v/out projections of one of Whole-Word Attention's two attentions."""
+    """q/k/v/out projections of one multi-head attention (each of Whole-Word Attention's two
+    attentions, and the plain self-attention)."""
 
     def __init__(self, dim: int, num_heads: int) -> None:
         super().__init__()
@@ -365,17 +390,49 @@ class AttentionProjections(nn.Module):
         self.v_proj = nn.Linear(dim, dim)
         self.out_proj = nn.Linear(dim, dim)
 
+    # Copied from fairseq_struct.modules.whole_word_attention.AttentionProjections.split_heads
     def split_heads(self, x: Tensor) -> Tensor:
         batch, length, _ = x.shape
         return x.view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
 
+    # Copied from fairseq_struct.modules.whole_word_attention.AttentionProjections.queries_keys_values
     def queries_keys_values(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         q = self.split_heads(self.q_proj(x) * self.head_dim**-0.5)
         return q, self.split_heads(self.k_proj(x)), self.split_heads(self.v_proj(x))
 
+    # Copied from fairseq_struct.modules.whole_word_attention.AttentionProjections.output
     def output(self, heads: Tensor) -> Tensor:
         batch, _, length, _ = heads.shape
         return self.out_proj(heads.transpose(1, 2).reshape(batch, length, -1))
+
+
+class StructSelfAttention(AttentionProjections):
+    """Multi-head self-attention, with Shaw relative positions when `relative_positions` > 0."""
+
+    def __init__(self, config: StructEncoderConfig) -> None:
+        super().__init__(config.hidden_size, config.num_attention_heads)
+        self.relative_positions = (
+            RelativePositionEmbeddings(config.relative_positions, self.head_dim)
+            if config.relative_positions > 0
+            else None
+        )
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def forward(self, x: Tensor, padding_mask: Tensor, word_index: Tensor) -> Tensor:
+        """x (B, T, C), padding_mask (B, T) True at padding."""
+        q, k, v = self.queries_keys_values(x)
+        energies = torch.matmul(q, k.transpose(2, 3))
+        bucket_index = None
+        if self.relative_positions is not None:
+            bucket_index = self.relative_positions.bucket_index(x.size(1), x.device)
+            energies = energies + self.relative_positions.key_logits(q, bucket_index)
+        energies = energies.masked_fill(padding_mask[:, None, None, :], float("-inf"))
+        accumulate = torch.promote_types(energies.dtype, torch.float32)
+        probs = self.dropout(F.softmax(energies, dim=-1, dtype=accumulate).type_as(energies))
+        heads = torch.matmul(probs, v)
+        if bucket_index is not None:
+            heads = heads + self.relative_positions.value_term(probs, bucket_index)
+        return self.output(heads)
 
 
 class WholeWordAttention(nn.Module):
@@ -407,25 +464,15 @@ class WholeWordAttention(nn.Module):
         )
 
     def whole_word_attention(self, tokens: Tensor, word_index: Tensor, padding: Tensor) -> Tensor:
-        batch, length, dim = tokens.shape
-        num_words = length  # at most T words; empty slots are masked and never read back
-        # eq. 8 as scatter-adds, accumulated in fp32; padding joins word 0 with weight 0.
-        summands = tokens.to(torch.promote_types(tokens.dtype, torch.float32))
-        word_index = word_index.masked_fill(padding, 0)
-        summands = summands.masked_fill(padding.unsqueeze(-1), 0.0)
-        token_weight = (~padding).to(summands.dtype)
-        token_to_word = word_index.unsqueeze(-1).expand(-1, -1, dim)
-        word_sums = summands.new_zeros(batch, num_words, dim).scatter_add(
-            1, token_to_word, summands
-        )
-        word_sizes = summands.new_zeros(batch, num_words).scatter_add(1, word_index, token_weight)
-        words = (word_sums / word_sizes.clamp(min=1).unsqueeze(-1)).to(tokens.dtype)
+        dim = tokens.size(-1)
+        num_words = tokens.size(1)  # at most T words; empty slots are masked and never read back
+        words, word_sizes, word_index = average_words(tokens, word_index, padding, num_words)
 
         q, k, v = self.word_attention.queries_keys_values(words)
         relative = self.word_relative_positions
         bucket_index = relative.bucket_index(num_words, tokens.device)
         energies = torch.matmul(q, k.transpose(2, 3)) + relative.key_logits(q, bucket_index)
-        probs = _masked_softmax(energies, (word_sizes == 0)[:, None, None, :], self.dropout)
+        probs = self._masked_softmax(energies, (word_sizes == 0)[:, None, None, :])
         heads = torch.matmul(probs, v) + relative.value_term(probs, bucket_index)
         word_outputs = self.word_attention.output(heads)
         # z_i = ŷ_F(i): every token gets its word's output.
@@ -459,12 +506,22 @@ class WholeWordAttention(nn.Module):
         energies = (band + relative_energies.view(*blocked, span)).view(q.shape[:-1] + (span,))
         # Keys outside the sequence count as padding.
         outside = F.pad(padding, (w, w + padded_length - length), value=True).unfold(1, span, 1)
-        probs = _masked_softmax(energies, outside[:, None, :, :], self.dropout)
+        probs = self._masked_softmax(energies, outside[:, None, :, :])
         block_probs = F.pad(probs, (0, block)).view(*heads_shape, num_blocks, -1)
         block_probs = block_probs[..., : block * extended].view(*blocked, extended)
         heads = torch.matmul(block_probs, v_blocks).view(q.shape)
         heads = heads + torch.matmul(probs, relative.relative_values)
         return self.window_attention.output(heads[:, :, :length])
+
+    # Copied from fairseq_struct.modules.whole_word_attention.WholeWordAttention._masked_softmax with dropout_module->dropout
+    def _masked_softmax(self, energies: Tensor, mask: Tensor) -> Tensor:
+        # The dtype's lowest finite value rather than -inf: a padding token whose whole window is
+        # padding gets finite (ignored) weights instead of NaNs that would reach the gradients.
+        energies = energies.masked_fill(mask, torch.finfo(energies.dtype).min)
+        # In fp32 (fp64 stays fp64) whatever the input dtype: fp16/bf16 sums lose too much.
+        accumulate = torch.promote_types(energies.dtype, torch.float32)
+        probs = torch.softmax(energies, dim=-1, dtype=accumulate).to(energies.dtype)
+        return self.dropout(probs)
 
 
 # ----------------------------------------------------------------------------- encoder
@@ -663,9 +720,25 @@ class ClassificationHead(nn.Module):
         self.dropout = nn.Dropout(config.classifier_dropout)
         self.out_proj = nn.Linear(config.hidden_size, outputs)
 
-    def forward(self, features: Tensor) -> Tensor:
-        x = self.activation_fn(self.dense(self.dropout(features)))
+    # Copied from fairseq_struct.modules.token_classification_heads.TokenClassificationHead.forward
+    def forward(self, features: Tensor, **kwargs) -> Tensor:
+        x = self.dropout(features)
+        x = self.activation_fn(self.dense(x))
         return self.out_proj(self.dropout(x))
+
+
+# Copied from fairseq_struct.modules.linear_chain_crf.lcrf_ner_transitions
+def lcrf_ner_transitions(
+    transition_weights: Tensor,
+    forbidden: Tensor,
+    forbidden_factor: Tensor,
+    forbidden_penalty: Tensor,
+) -> Tensor:
+    """LCRF_NER's transitions T = (A + ω_f·F) ⊙ W − ω_a·F (eq. 7), with A = 1 − F."""
+    allowed = 1.0 - forbidden
+    return (
+        allowed + forbidden_factor * forbidden
+    ) * transition_weights - forbidden_penalty * forbidden
 
 
 class LinearChainCRF(nn.Module):
@@ -686,38 +759,47 @@ class LinearChainCRF(nn.Module):
     def transitions(self) -> Tensor:
         if not self.with_forbidden:
             return self.transition_weights
-        allowed = 1.0 - self.forbidden
-        return (
-            allowed + self.forbidden_factor * self.forbidden
-        ) * self.transition_weights - self.forbidden_penalty * self.forbidden
+        return lcrf_ner_transitions(
+            self.transition_weights, self.forbidden, self.forbidden_factor, self.forbidden_penalty
+        )
 
-    def _inputs(self, emissions: Tensor) -> Tuple[Tensor, Tensor]:
+    # Copied from fairseq_struct.modules.linear_chain_crf.LinearChainCRF._compute_inputs
+    def _compute_inputs(self, emissions: Tensor) -> Tuple[Tensor, Tensor]:
+        # fp16/bf16 emissions (and a .half() model) are scored in float32: the forward
+        # algorithm sums n terms and exponentiates them, which half precision cannot hold.
         dtype = torch.promote_types(emissions.dtype, torch.float32)
         return emissions.to(dtype), self.transitions().to(dtype)
 
+    # Copied from fairseq_struct.modules.linear_chain_crf.LinearChainCRF.log_likelihood
     def log_likelihood(self, emissions: Tensor, tags: Tensor, mask: Tensor) -> Tensor:
         """log p(tags | emissions) per row: emissions (B, N, L), left-aligned mask (B, N)."""
-        emissions, transitions = self._inputs(emissions)
-        batch, length, _ = emissions.shape
+        emissions, transitions = self._compute_inputs(emissions)
+        batch_size, length, _ = emissions.shape
         if length == 0:
-            return emissions.new_zeros(batch)
+            return emissions.new_zeros(batch_size)
         tags = tags.masked_fill(~mask, 0)
-        gold = torch.where(mask, emissions.gather(-1, tags.unsqueeze(-1)).squeeze(-1), 0.0)
-        gold_score = gold.sum(dim=1) + torch.where(
-            mask[:, 1:], transitions[tags[:, :-1], tags[:, 1:]], 0.0
-        ).sum(dim=1)
+
+        # Score of the gold path, eq. (6): a transition j -> j+1 counts when j+1 is a word.
+        gold_emissions = emissions.gather(-1, tags.unsqueeze(-1)).squeeze(-1)
+        gold_score = torch.where(mask, gold_emissions, 0.0).sum(dim=1)
+        gold_transitions = transitions[tags[:, :-1], tags[:, 1:]]
+        gold_score = gold_score + torch.where(mask[:, 1:], gold_transitions, 0.0).sum(dim=1)
+
+        # Forward algorithm: alpha[b, c] = log-sum of exp s over the prefixes ending in tag c.
         alpha = emissions[:, 0]
-        for t in range(1, length):  # the forward algorithm
+        for t in range(1, length):
             step = torch.logsumexp(alpha.unsqueeze(2) + transitions, dim=1) + emissions[:, t]
             alpha = torch.where(mask[:, t].unsqueeze(1), step, alpha)
-        return torch.where(mask.any(dim=1), gold_score - torch.logsumexp(alpha, dim=1), 0.0)
+        log_partition = torch.logsumexp(alpha, dim=1)
+        return torch.where(mask.any(dim=1), gold_score - log_partition, 0.0)
 
+    # Copied from fairseq_struct.modules.linear_chain_crf.LinearChainCRF.viterbi_decode
     @torch.no_grad()
     def viterbi_decode(self, emissions: Tensor, mask: Tensor) -> Tensor:
         """The best path of eq. (6) per row, (B, N); -1 outside the left-aligned mask."""
-        emissions, transitions = self._inputs(emissions)
-        batch, length, _ = emissions.shape
-        paths = torch.full((batch, length), -1, dtype=torch.long, device=emissions.device)
+        emissions, transitions = self._compute_inputs(emissions)
+        batch_size, length, _ = emissions.shape
+        paths = torch.full((batch_size, length), -1, dtype=torch.long, device=emissions.device)
         if length == 0:
             return paths
         score = emissions[:, 0]
@@ -726,6 +808,9 @@ class LinearChainCRF(nn.Module):
             best, best_previous = (score.unsqueeze(2) + transitions).max(dim=1)
             score = torch.where(mask[:, t].unsqueeze(1), best + emissions[:, t], score)
             backpointers.append(best_previous)
+
+        # A row's best last tag is placed at its own last word; walking back, a row only
+        # follows its back-pointers once inside its sentence.
         lengths = mask.sum(dim=1)
         current = score.argmax(dim=1)
         for t in range(length - 1, -1, -1):
@@ -737,46 +822,89 @@ class LinearChainCRF(nn.Module):
         return paths
 
 
+# Copied from fairseq_struct.modules.token_classification_heads.gather_words
 def gather_words(outputs: Tensor, word_mask: Tensor) -> Tuple[Tensor, Tensor]:
     """(B, T, K) outputs of the True positions of word_mask, left-aligned, and the (B, T) mask of
-    the real words (fairseq_struct's `token_classification_heads.gather_words`)."""
+    the real words."""
     counts = word_mask.sum(dim=1)
+    # A stable sort puts each row's True positions first, in order.
     order = torch.sort((~word_mask).to(torch.int8), dim=1, stable=True).indices
     words = outputs.gather(1, order.unsqueeze(-1).expand(-1, -1, outputs.size(-1)))
     mask = torch.arange(word_mask.size(1), device=outputs.device).unsqueeze(0) < counts.unsqueeze(1)
     return words, mask
 
 
+# Copied from fairseq_struct.tagging.iob.split_tag with split_tag->_split_tag
 def _split_tag(tag: str) -> Tuple[str, str]:
-    if tag == "O":
-        return "O", ""
+    """("B", "PER") for "B-PER", ("I", "PER") for "I-PER", ("O", "") for "O".
+
+    Only the first hyphen separates: "B-LOC-deriv" is ("B", "LOC-deriv").
+    """
+    if tag == OUTSIDE:
+        return OUTSIDE, ""
     if len(tag) > 2 and tag[:2] in ("B-", "I-"):
         return tag[0], tag[2:]
     raise ValueError(f"tag {tag!r} is not IOB: expected 'O', 'B-<type>' or 'I-<type>'")
 
 
+# Copied from fairseq_struct.tagging.iob._forbidden with split_tag->_split_tag
+def _forbidden(previous: Optional[str], tag: str) -> bool:
+    """Whether `tag` is an I-X that may not follow `previous` (None: the sentence start)."""
+    prefix, kind = _split_tag(tag)
+    if prefix != "I":
+        return False
+    if previous is None:
+        return True
+    previous_prefix, previous_kind = _split_tag(previous)
+    return previous_prefix == OUTSIDE or previous_kind != kind
+
+
+# Copied from fairseq_struct.tagging.iob.entity_fix with split_tag->_split_tag
 def entity_fix(tags: Sequence[str]) -> List[str]:
     """The Entity-Fix rule (seed 002 section 4.3): a forbidden I-X takes the tag before it (as
     I-, so after O it becomes O); an I-X opening the sentence becomes B-X."""
     fixed: List[str] = []
     for tag in tags:
-        prefix, kind = _split_tag(tag)
-        previous = _split_tag(fixed[-1]) if fixed else None
-        if prefix == "I" and (previous is None or previous[0] == "O" or previous[1] != kind):
-            if previous is None:
-                tag = f"B-{kind}"
+        if _forbidden(fixed[-1] if fixed else None, tag):
+            if not fixed:
+                tag = f"B-{_split_tag(tag)[1]}"
             else:
-                tag = "O" if previous[0] == "O" else f"I-{previous[1]}"
+                previous_prefix, previous_kind = _split_tag(fixed[-1])
+                tag = OUTSIDE if previous_prefix == OUTSIDE else f"I-{previous_kind}"
         fixed.append(tag)
     return fixed
 
 
-class StructEncoderForMaskedLM(StructEncoderPreTrainedModel):
-    """Encoder + fairseq's masked-LM head: logits over the first `output_vocab_size` symbols."""
+class StructEncoderWithHead(StructEncoderPreTrainedModel):
+    """The encoder under a task head: what the three task models share."""
 
     def __init__(self, config: StructEncoderConfig) -> None:
         super().__init__(config)
         self.encoder = StructEncoderModel(config)
+
+    def encode(
+        self,
+        input_ids: Tensor,
+        attention_mask: Optional[Tensor],
+        word_starts: Optional[Tensor],
+        output_hidden_states: Optional[bool],
+        **kwargs: Any,
+    ) -> BaseModelOutput:
+        """The encoder's output for the head (always a BaseModelOutput, whatever return_dict)."""
+        return self.encoder(
+            input_ids,
+            attention_mask=attention_mask,
+            word_starts=word_starts,
+            output_hidden_states=output_hidden_states,
+            **kwargs,
+        )
+
+
+class StructEncoderForMaskedLM(StructEncoderWithHead):
+    """Encoder + fairseq's masked-LM head: logits over the first `output_vocab_size` symbols."""
+
+    def __init__(self, config: StructEncoderConfig) -> None:
+        super().__init__(config)
         self.lm_head = LanguageModelHead(config)
         self.post_init()
 
@@ -790,12 +918,8 @@ class StructEncoderForMaskedLM(StructEncoderPreTrainedModel):
         return_dict: Optional[bool] = None,
         **kwargs: Any,
     ) -> MaskedLMOutput:
-        outputs = self.encoder(
-            input_ids,
-            attention_mask=attention_mask,
-            word_starts=word_starts,
-            output_hidden_states=output_hidden_states,
-            **kwargs,
+        outputs = self.encode(
+            input_ids, attention_mask, word_starts, output_hidden_states, **kwargs
         )
         tied = self.encoder.embed_tokens.weight if self.config.tie_lm_head else None
         logits = self.lm_head(outputs.last_hidden_state, tied)
@@ -805,13 +929,12 @@ class StructEncoderForMaskedLM(StructEncoderPreTrainedModel):
         return MaskedLMOutput(loss=loss, logits=logits, hidden_states=outputs.hidden_states)
 
 
-class StructEncoderForSequenceClassification(StructEncoderPreTrainedModel):
+class StructEncoderForSequenceClassification(StructEncoderWithHead):
     """Encoder + a classification head on <s> (fairseq's `sentence_prediction`)."""
 
     def __init__(self, config: StructEncoderConfig) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.encoder = StructEncoderModel(config)
         self.classifier = ClassificationHead(config, config.num_labels)
         self.post_init()
 
@@ -825,12 +948,8 @@ class StructEncoderForSequenceClassification(StructEncoderPreTrainedModel):
         return_dict: Optional[bool] = None,
         **kwargs: Any,
     ) -> SequenceClassifierOutput:
-        outputs = self.encoder(
-            input_ids,
-            attention_mask=attention_mask,
-            word_starts=word_starts,
-            output_hidden_states=output_hidden_states,
-            **kwargs,
+        outputs = self.encode(
+            input_ids, attention_mask, word_starts, output_hidden_states, **kwargs
         )
         logits = self.classifier(outputs.last_hidden_state[:, 0, :])  # <s>, as BERT's [CLS]
         loss = None
@@ -846,7 +965,7 @@ class StructEncoderForSequenceClassification(StructEncoderPreTrainedModel):
         )
 
 
-class StructEncoderForTokenClassification(StructEncoderPreTrainedModel):
+class StructEncoderForTokenClassification(StructEncoderWithHead):
     """Encoder + fairseq_struct's token-classification head (`--head softmax|lcrf|lcrf_ner`).
 
     `logits` (B, T, labels) are the per-token scores: softmax logits, or the CRF's emission
@@ -859,7 +978,6 @@ class StructEncoderForTokenClassification(StructEncoderPreTrainedModel):
     def __init__(self, config: StructEncoderConfig) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.encoder = StructEncoderModel(config)
         self.classifier = ClassificationHead(config, config.num_labels)
         self.crf = (
             LinearChainCRF(config.num_labels, config.token_head == "lcrf_ner")
@@ -878,12 +996,8 @@ class StructEncoderForTokenClassification(StructEncoderPreTrainedModel):
         return_dict: Optional[bool] = None,
         **kwargs: Any,
     ) -> TokenClassifierOutput:
-        outputs = self.encoder(
-            input_ids,
-            attention_mask=attention_mask,
-            word_starts=word_starts,
-            output_hidden_states=output_hidden_states,
-            **kwargs,
+        outputs = self.encode(
+            input_ids, attention_mask, word_starts, output_hidden_states, **kwargs
         )
         logits = self.classifier(outputs.last_hidden_state)
         loss = None

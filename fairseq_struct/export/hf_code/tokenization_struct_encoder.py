@@ -36,7 +36,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from transformers import PreTrainedTokenizer
 
+# Copied from fairseq_struct.pieces.markers.WORD_START
 WORD_START = "\u2581"  # SentencePiece's word-start mark
+# Copied from fairseq_struct.pieces.markers.MORPHEME_BOUNDARY
 MORPHEME_BOUNDARY = "\uffed"  # between the morphemes of a word in segmented text
 VOCAB_FILE = "vocab.json"
 SPM_FILE = "spm.model"

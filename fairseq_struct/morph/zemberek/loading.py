@@ -33,7 +33,7 @@ def import_zemberek() -> Any:
         raise ImportError(
             "Turkish segmentation (--mode morph) needs zemberek-python: install it without its "
             "pins, `pip install --no-deps zemberek-python==0.2.3 antlr4-python3-runtime==4.9.3` "
-            f"(SPEC section 1). Import failed with: {error}"
+            f"(docs/design.md §1). Import failed with: {error}"
         ) from error
     finally:
         # Importing zemberek adds a stdout handler to the root logger and sets it to INFO, which
