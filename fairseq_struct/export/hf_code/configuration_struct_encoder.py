@@ -10,6 +10,7 @@ from typing import Any, List, Optional
 from transformers import PretrainedConfig
 
 POSITION_MODES = ("1d", "2d", "none", "fairseq_learned")
+# Copied from fairseq_struct.modules.structural_position_embedding.SUBWORD_STRATEGIES
 SUBWORD_STRATEGIES = ("uniform", "paper", "leftover_as_last")
 ACTIVATIONS = ("relu", "gelu", "gelu_accurate", "gelu_fast", "tanh", "linear")
 TOKEN_EMBEDDINGS = ("table", "characters")
