@@ -1,6 +1,6 @@
-"""Linear-chain CRF over IOB tags: LCRF and LCRF_NER (seed 002 section 4.2; SPEC 5.4).
+"""Linear-chain CRF over IOB tags: LCRF and LCRF_NER (Zöllner et al., 4.2; design.md §5.4).
 
-The score of a tag path c_1..c_n of a sentence with emissions y (n, L) is eq. (6) of seed 002:
+The score of a tag path c_1..c_n of a sentence with emissions y (n, L) is Zöllner et al.'s eq. (6):
 
     s(c) = sum_j y[j, c_j] + sum_{j<n} T[c_j, c_{j+1}]
 
@@ -20,7 +20,7 @@ from fairseq_struct.tagging.iob import split_tag
 
 
 def forbidden_transitions(labels: Sequence[str]) -> Tensor:
-    """The (L, L) 0/1 matrix F of seed 002 section 4.2 for labels in any order.
+    """The (L, L) 0/1 matrix F of Zöllner et al., section 4.2, for labels in any order.
 
     F[i, j] = 1 iff label j is I-X and label i is neither B-X nor I-X: an inner tag may only
     follow the begin or inner tag of its own entity. In the paper's order (B-X_1..B-X_e,

@@ -1,6 +1,6 @@
 """Absolute position embeddings of the masked-LM encoders: 1D, BERT2D's 2D, and segments.
 
-BERT2D (Kaya & Tantuğ; SPEC 4.2) replaces the 1D table by p_2D = p_word(e_i) + p_sub(s_i):
+BERT2D (Kaya & Tantuğ; design.md §4.2) replaces the 1D table by p_2D = p_word(e_i) + p_sub(s_i):
 e_i is the index of the word token i belongs to, s_i its subword id. For a word of m pieces
 with n = m - 2 intermediate pieces: one piece -> [0]; otherwise the first piece is 0, the last
 1, and intermediate piece j (0-based) gets, with M = `max_intermediate`:

@@ -1,4 +1,4 @@
-"""Where words begin, found from the dictionary alone (SPEC 4, first paragraph).
+"""Where words begin, found from the dictionary alone (design.md §4, first paragraph).
 
 Two conventions, told apart by which marks the dictionary's pieces carry (most of them):
 - SentencePiece (the project's own pieces, XLM-R): a piece that starts with the WORD_START mark

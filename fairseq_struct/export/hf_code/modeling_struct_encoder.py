@@ -10,10 +10,10 @@ with `trust_remote_code=True`; it imports torch and transformers only, never fai
 
 The forward pass is fairseq's, re-implemented operation by operation (the export checks it
 against fairseq): fairseq's post-norm (or pre-norm) Transformer encoder layer, with
-- positions: 1D, BERT2D's word + subword positions (SPEC 4.2), none, or stock fairseq roberta's
+- positions: 1D, BERT2D's word + subword positions (Kaya & Tantuğ), none, or stock fairseq roberta's
   learned table (positions counted from padding_idx + 1); segment embeddings (tokens after the
   first </s> are segment 1);
-- Shaw relative positions in every self-attention, or Whole-Word Attention (SPEC 4.4);
+- Shaw relative positions in every self-attention, or Whole-Word Attention (Zöllner et al.);
 - token embeddings from a table, or BERT-ELMo's character CNN over each symbol's spelling.
 
 Word structure comes from `input_ids` alone, as in fairseq: `word_start_lookup` (a buffer saved
@@ -114,7 +114,7 @@ def restarted_word_index(word_index: Tensor, segment_index: Tensor) -> Tensor:
 def subword_position_ids(
     position_in_word: Tensor, word_length: Tensor, max_intermediate: int, strategy: str
 ) -> Tensor:
-    """BERT2D's subword id s_i of every token (SPEC 4.2; integer arithmetic, no float rounding).
+    """BERT2D's subword id s_i of every token (Kaya & Tantuğ; integer arithmetic, no floats).
 
     One-piece word: 0. Otherwise first piece 0, last piece 1, intermediate piece j of n:
     uniform 2 + j if n <= M else 2 + round_half_up(j (M-1) / n); paper 2 + j if n <= M else
@@ -436,7 +436,7 @@ class StructSelfAttention(AttentionProjections):
 
 
 class WholeWordAttention(nn.Module):
-    """mha_wwa(x) + mha_wind(x) of Zöllner et al. (SPEC 4.4), without the residual.
+    """mha_wwa(x) + mha_wind(x) of Zöllner et al. (section 5), without the residual.
 
     mha_wwa: token vectors averaged per word (eq. 8), attention over words with word-level
     relative positions, each word's output copied back to its tokens. mha_wind: every token
@@ -742,7 +742,7 @@ def lcrf_ner_transitions(
 
 
 class LinearChainCRF(nn.Module):
-    """LCRF (T = W) or LCRF_NER (T = (A + ω_f·F) ⊙ W − ω_a·F, eq. 7 of seed 002) over the labels.
+    """LCRF (T = W) or LCRF_NER (T = (A + ω_f·F) ⊙ W − ω_a·F, Zöllner et al. eq. 7) over the labels.
 
     Path score (eq. 6): Σ_j y[j, c_j] + Σ_{j<n} T[c_j, c_{j+1}], no start or end transitions.
     `forbidden` is F: 1 where an I-X follows a tag that is neither B-X nor I-X.
@@ -861,7 +861,7 @@ def _forbidden(previous: Optional[str], tag: str) -> bool:
 
 # Copied from fairseq_struct.tagging.iob.entity_fix with split_tag->_split_tag
 def entity_fix(tags: Sequence[str]) -> List[str]:
-    """The Entity-Fix rule (seed 002 section 4.3): a forbidden I-X takes the tag before it (as
+    """The Entity-Fix rule (Zöllner et al., 4.3): a forbidden I-X takes the tag before it (as
     I-, so after O it becomes O); an I-X opening the sentence becomes B-X."""
     fixed: List[str] = []
     for tag in tags:
