@@ -36,7 +36,7 @@ def test_bert2d_benchmark_line_is_consistent():
     (figures,) = run_benchmark("bench_bert2d_training_throughput.py", *TINY)
     assert (figures["arch_a"], figures["arch_b"]) == ("bert2d_base", "roberta_base")
     assert figures["dimensions"]["layers"] == 1 and figures["dimensions"]["embed_dim"] == 64
-    # SPEC 4.2: BERT2D has exactly (M + 2) * d_model more parameters than BERT (its subword table).
+    # design.md §4.2: BERT2D has exactly (M + 2) * d_model more parameters than BERT (M + 2 rows).
     subword_rows = figures["bert2d_options"]["max_intermediate_subwords"] + 2
     assert figures["params_a"] - figures["params_b"] == subword_rows * 64
     tokens_per_step = (
@@ -223,7 +223,7 @@ def test_whole_word_attention_benchmark_line_is_consistent():
     n, m, window = figures["tokens_n"], figures["words_m"], figures["window"]
     assert (n, window) == (256, 5) and 1 <= m <= n
     assert figures["pieces_per_word"] == round(n / m, 3)
-    # SPEC 4.4: m^2 + (2w + 1) n energies per head instead of n^2.
+    # design.md §4.4: m^2 + (2w + 1) n energies per head instead of n^2.
     assert figures["energies_per_head_formula"] == m * m + (2 * window + 1) * n
     assert figures["energies_per_head_measured"] == figures["energies_per_head_formula"]
     assert figures["energies_per_head_full"] == n * n
@@ -361,7 +361,7 @@ def test_suite_cpu_benchmark_compares_two_runs_and_takes_an_inventory(tmp_path):
     assert figures["meets_target"] == (figures["ratio"] <= figures["target_ratio"] == 0.65)
     log = (tmp_path / "logs" / "commit.log").read_text("utf-8")
     assert "1 failed, 1 passed, 1 skipped" in log
-    slowest = log.split("slowest 30 durations", 1)[1]  # pytest --durations=30, as the issue asks
+    slowest = log.split("slowest 30 durations", 1)[1]  # pytest --durations=30: the slowest phases
     assert re.search(r"\d+\.\d+s call +\S*test_three\.py::test_child", slowest), slowest
     records = [json.loads(line) for line in inventory.read_text("utf-8").splitlines()]
     assert [(record["test"].split("::")[1], record["phase"]) for record in records] == [

@@ -1,5 +1,5 @@
 """Every command line of the package is a console script (setup.py), and the installed script
-runs the same `main` as `python -m` (issue 14: the ecosystem's conventions)."""
+runs the same `main` as `python -m` (the ecosystem's conventions)."""
 
 import json
 import re

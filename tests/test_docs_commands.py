@@ -1,6 +1,6 @@
-"""Every command of the README and the guides parses with the program it calls (issue 35,
-point 3): an option renamed in a script or a module, a required value gone or a script moved
-fails here, naming the document, the line and what the program said (tests/doc_commands.py)."""
+"""Every command of the README and the guides parses with the program it calls: an option renamed in
+a script or a module, a required value gone or a script moved fails here, naming the document, the
+line and what the program said (tests/doc_commands.py)."""
 
 import tempfile
 from pathlib import Path

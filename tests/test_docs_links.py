@@ -1,6 +1,6 @@
-"""Links of the README and the guides resolve (issue 35, point 3): every relative link names a
-file or directory of the repository, and an anchor names a heading of the linked page (GitHub's
-slugs), so that moving a page or renaming a section fails here, naming document and line."""
+"""Links of the README and the guides resolve: every relative link names a file or directory of the
+repository, and an anchor names a heading of the linked page (GitHub's slugs), so that moving a page
+or renaming a section fails here, naming document and line."""
 
 import re
 import unicodedata

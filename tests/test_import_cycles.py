@@ -1,6 +1,7 @@
-"""No module of the package imports one that imports it back, directly or through others, and
-no subpackage one that imports it back (issue 35, point 4): read from the source, imports inside functions included, so that a lazy
-import cannot hide a circle. Each module's dependencies form a tree a reader can follow down."""
+"""No module of the package imports one that imports it back, directly or through others, and no
+subpackage one that imports it back: read from the source, imports inside functions included, so
+that a lazy import cannot hide a circle. Each module's dependencies form a tree a reader can
+follow down."""
 
 import ast
 from pathlib import Path

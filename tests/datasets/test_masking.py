@@ -1,4 +1,4 @@
-"""BERT masking of whole words or single pieces (SPEC 4.1): statistics on a fixed seed."""
+"""BERT masking of whole words or single pieces (design.md §4.1): statistics on a fixed seed."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""IOB2 tagging schemes of NER fine-tuning (seed 002 section 4; SPEC 5.4)."""
+"""IOB2 tagging schemes of NER fine-tuning (Zöllner et al., section 4; design.md §5.4)."""
 
 import random
 from typing import List
@@ -150,7 +150,7 @@ def test_entity_fix_only_grows_entities_over_forbidden_tags():
 
 
 def test_entity_fix_can_lower_entity_f1_contrary_to_section_4_3():
-    # Seed 002 claims E-F1 "can never decrease"; extending a correct entity over a forbidden
+    # Zöllner et al. claim E-F1 "can never decrease"; extending a correct entity over a forbidden
     # I- tag makes it wrong. Strict and default seqeval modes both drop here.
     gold, prediction = [["B-LOC", "O"]], [["B-LOC", "I-PER"]]
     fixed = [entity_fix(prediction[0])]

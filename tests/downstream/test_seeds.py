@@ -1,5 +1,5 @@
 """One configuration over several seeds: {seed} substituted, seeds resumed, failures stop the
-run with the command's exit code, mean ± std with the sample std (SPEC 5.4)."""
+run with the command's exit code, mean ± std with the sample std (design.md §5.4)."""
 
 import json
 import math

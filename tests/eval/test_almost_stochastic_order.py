@@ -1,5 +1,5 @@
 """Almost Stochastic Order over seeds: deepsig's ε_min at α = 0.05 in both directions and a
-verdict at threshold τ (SPEC 5.4, seed 000's appendix)."""
+verdict at threshold τ (design.md §5.4; the BERT2D paper's appendix)."""
 
 import json
 import sys

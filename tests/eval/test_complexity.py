@@ -1,5 +1,5 @@
 """C_D is H(masked) - H(text), unigram character entropies estimated with the James-Stein
-shrinkage estimator of Hausser & Strimmer (2009), in bits (SPEC 5.2)."""
+shrinkage estimator of Hausser & Strimmer (2009), in bits (design.md §5.2)."""
 
 import json
 import math

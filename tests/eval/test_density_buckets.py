@@ -1,5 +1,5 @@
 """Sentences are bucketed by morphemes per word of their segmented reference, and every system
-is scored with sacreBLEU within each bucket (SPEC 5.3)."""
+is scored with sacreBLEU within each bucket (design.md §5.3)."""
 
 import json
 import math

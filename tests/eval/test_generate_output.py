@@ -1,5 +1,5 @@
 """Hypotheses are read out of fairseq-generate's output in sentence order and turned back into
-plain words (SPEC 5.1)."""
+plain words (design.md §5.1)."""
 
 from pathlib import Path
 

@@ -1,4 +1,4 @@
-"""Seed 001's probes: the probe file format, the vector arithmetic, word vectors, the CLI."""
+"""Polatbilek's probes: the probe file format, the vector arithmetic, word vectors, the CLI."""
 
 import json
 import math

@@ -1,5 +1,5 @@
 """Scores are sacreBLEU's own BLEU (13a, cased), chrF and chrF++ against the raw reference, each
-with its signature (SPEC 5.1)."""
+with its signature (design.md §5.1)."""
 
 import json
 import subprocess

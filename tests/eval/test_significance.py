@@ -1,5 +1,5 @@
 """Paired bootstrap resampling and approximate randomization are sacreBLEU's own, run on BLEU
-and chrF against the first system (SPEC 5.1)."""
+and chrF against the first system (design.md §5.1)."""
 
 import json
 import random

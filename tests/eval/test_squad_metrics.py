@@ -1,4 +1,4 @@
-"""Exact match and F1 are SQuAD v1.1's official definitions (SPEC 5.4, seed 000 Table 2)."""
+"""Exact match and F1 are SQuAD v1.1's official definitions (design.md §5.4; BERT2D, Table 2)."""
 
 import logging
 import re

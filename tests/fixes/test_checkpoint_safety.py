@@ -1,5 +1,5 @@
 """fairseq checkpoints load under torch's default `weights_only=True`, and code-running pickles
-never do (SPEC 1)."""
+never do (design.md §1)."""
 
 import io
 import os

@@ -1,5 +1,5 @@
-"""The GPU path (issue 12, point 4): bf16 training of every model with fairseq-train, incremental
-decoding equal to the full forward, and a checkpoint that round-trips, all on CUDA.
+"""The GPU path: bf16 training of every model with fairseq-train, incremental decoding equal to the
+full forward, and a checkpoint that round-trips, all on CUDA.
 
 Marked `cuda`: skipped, with the reason in the summary, on a machine without a GPU; on one,
 run `pytest -m cuda tests/gpu tests/training/test_host_syncs.py`. The host-synchronisation

@@ -1,5 +1,5 @@
-"""Issue 36, point 5: the checkpoint rules on a small fixed run (known validation curves, known
-best), the length penalty's choice and the stability figures of a rule comparison.
+"""How a grid chooses each run's checkpoint: the rules on a small fixed run (known validation
+curves, known best), the length penalty's choice and the stability figures of a rule comparison.
 
 The run is files on disk (a fairseq-train log, checkpoint files whose contents no rule reads);
 the one rule that decodes (valid-bleu-beam) gets known validation scores from a decoder that

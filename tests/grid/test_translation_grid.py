@@ -1,14 +1,14 @@
 """A tiny translation grid end to end, killed in the middle and started again: only the
 unfinished steps run the second time, and the report has every system.
 
-Real preparation, fairseq-train and evaluate.sh runs, on 300 synthetic pairs with 8 updates:
-the check is the grid's bookkeeping, not the BLEU it reaches. At the end, checkpoint rules
-compared on one system's finished run (issue 36): only their evaluations run, each decode
-once. About 95 s alone on a 2-core machine (its programs are forked from the preloaded
-interpreter: conftest.script_environment), and no shared fixture can stand in: the test is a
-grid started from nothing, killed in the middle and started again. Both systems use the bpe
-mode, so that they share one preparation (the morph mode's steps are the same commands with
-another --mode; its report parts are checked in test_translation_report.py).
+Real preparation, fairseq-train and evaluate.sh runs, on 300 synthetic pairs with 8 updates: the
+check is the grid's bookkeeping, not the BLEU it reaches. At the end, checkpoint rules compared on
+one system's finished run: only their evaluations run, each decode once. About 95 s alone on a
+2-core machine (its programs are forked from the preloaded interpreter:
+conftest.script_environment), and no shared fixture can stand in: the test is a grid started from
+nothing, killed in the middle and started again. Both systems use the bpe mode, so that they share
+one preparation (the morph mode's steps are the same commands with another --mode; its report parts
+are checked in test_translation_report.py).
 """
 
 import json
@@ -141,7 +141,7 @@ def test_bad_input_stops_the_grid_at_preparation_naming_file_and_line(
 
 
 def compare_rules(grid_options, train_options, out, run, capsys) -> None:
-    """Issue 36: rules compared on the finished grid run only their own evaluations; each
+    """Checkpoint rules compared on the finished grid run only their own evaluations; each
     chooses on the validation set, and a decode two evaluations share is made once."""
     rules = ["valid-nll+lenpen", "average-last-2", "valid-bleu"]
     # The second system alone (a grid of fewer systems runs their steps only): half the decodes.

@@ -196,7 +196,7 @@ def test_a_grid_without_finished_runs_reports_them_missing(tmp_path):
 
 
 def test_runs_show_the_reported_checkpoint_its_valid_nll_and_the_output_length(tmp_path):
-    """Issue 36, point 2: each run's reported checkpoint (the best validation BLEU: update 100
+    """The report names each run's reported checkpoint (the best validation BLEU: update 100
     here, 7.5 then 6.0), its validation NLL there, the test outputs' length ratio and BP; WORSE
     (one word a sentence) flagged too short in its row, its system marked in the table."""
     grid, _ = build_grid(tmp_path / "grid", systems=(BETTER, WORSE))
@@ -247,7 +247,7 @@ def test_length_figures_are_read_from_sacrebleus_line():
 
 
 def test_compared_rules_show_how_stable_each_keeps_the_comparison(tmp_path):
-    """Issue 36, point 1's report: each evaluation's systems over seeds and its stability; the
+    """The rule comparison's report: each evaluation's systems over seeds and its stability; the
     runs' reported checkpoints read from selection.json (averaged updates, tuned lenpen)."""
     compared = "average-last-2+lenpen"
     grid, _ = build_grid(tmp_path / "grid", systems=(BASELINE, BETTER), compare=(compared,))

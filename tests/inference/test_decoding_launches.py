@@ -1,9 +1,9 @@
-"""Kernel launches of a beam-search step, counted on the CPU (issue 34, point 1), by
+"""Kernel launches of a beam-search step, counted on the CPU, by
 benchmarks/bench_decoding_launches.py at small widths (the counts do not depend on them): a
-`tp_transformer_base` decoder step dispatches at most 1.15 times the kernel-launching operations
-of fairseq's `transformer` step. What keeps it there: the attention's concatenated projection
-weights kept between steps, and the relative-position terms joined to the keys and values of the
-single query (modules/role_attention.py); without either the check fails."""
+`tp_transformer_base` decoder step dispatches at most 1.15 times the kernel-launching operations of
+fairseq's `transformer` step. What keeps it there: the attention's concatenated projection weights
+kept between steps, and the relative-position terms joined to the keys and values of the single
+query (modules/role_attention.py); without either the check fails."""
 
 from conftest import run_benchmark
 

@@ -1,7 +1,7 @@
-"""masked_lm.prepare's outputs, byte for byte, as the in-memory implementation wrote them (issue
-13, point 7): the streamed rewrite must write exactly the same {split}.txt, spm.model and
-dict.txt for a corpus smaller than its SentencePiece sample, whatever its chunk size; and so
-must a run that was killed in the middle of a stage and started again.
+"""masked_lm.prepare's outputs, byte for byte, as the in-memory implementation wrote them: the
+streamed rewrite must write exactly the same {split}.txt, spm.model and dict.txt for a corpus
+smaller than its SentencePiece sample, whatever its chunk size; and so must a run that was killed in
+the middle of a stage and started again.
 
 The digests were recorded at commit 5161f2f (masked_lm.prepare holding every split in memory,
 SentencePiece trained with one thread) with the pinned sentencepiece, sacremoses and

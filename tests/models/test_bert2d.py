@@ -1,4 +1,4 @@
-"""BERT2D (SPEC 4.2): the subword-id rules, the words' position ids, the parameter count."""
+"""BERT2D (design.md §4.2): the subword-id rules, the words' position ids, the parameter count."""
 
 import pytest
 import torch

@@ -1,4 +1,4 @@
-"""BERT-ELMo (SPEC 4.3): words embedded from their characters, also words never seen."""
+"""BERT-ELMo (design.md §4.3): words embedded from their characters, also words never seen."""
 
 import pytest
 import torch

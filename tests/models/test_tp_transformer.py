@@ -1,4 +1,4 @@
-"""The TP-Transformer and its relative-position baseline (SPEC 2): decoding, roles, sizes."""
+"""The TP-Transformer and its relative-position baseline (design.md §2): decoding, roles, sizes."""
 
 import pytest
 import torch
@@ -100,7 +100,7 @@ def test_beam_search_scores_equal_teacher_forced_scores(arch):
 
 
 def _reference_attention(module, x, role_residual: bool):
-    """Straightforward loops over heads, queries and keys (SPEC 2.1, 2.2), for one sentence."""
+    """Plain loops over heads, queries and keys (design.md §2.1, §2.2), for one sentence."""
     time, _, _ = x.shape
     h, d = module.num_heads, module.head_dim
     xs = x[:, 0]

@@ -1,5 +1,5 @@
-"""Shaw relative attention by query blocks (issue 34): the written-out attention's outputs and
-gradients without a stored T x T tensor, dropout replayed, and the path the layers take."""
+"""Shaw relative attention by query blocks: the written-out attention's outputs and gradients
+without a stored T x T tensor, dropout replayed, and the path the layers take."""
 
 from typing import List, Optional, Tuple
 

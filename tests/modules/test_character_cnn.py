@@ -1,4 +1,4 @@
-"""BERT-ELMo's character CNN word embedder and character vocabulary (SPEC 4.3, seed 001)."""
+"""BERT-ELMo's character CNN word embedder and character vocabulary (design.md §4.3; Polatbilek)."""
 
 import math
 

@@ -1,5 +1,5 @@
-"""The attention's input projections packed one after another in memory (issue 34): one
-matrix product reads them as a view, no copy of the weights, whatever moves the module."""
+"""The attention's input projections packed one after another in memory: one matrix product reads
+them as a view, no copy of the weights, whatever moves the module."""
 
 import copy
 import pickle

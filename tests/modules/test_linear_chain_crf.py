@@ -1,4 +1,4 @@
-"""LCRF and LCRF_NER (seed 002 section 4.2, eqs. 6 and 7) against brute-force enumeration."""
+"""LCRF and LCRF_NER (Zöllner et al., section 4.2, eqs. 6 and 7) against brute-force enumeration."""
 
 import itertools
 

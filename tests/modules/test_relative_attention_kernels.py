@@ -1,5 +1,5 @@
-"""Shaw relative attention through flex_attention (issue 12) against the current gather/scatter
-math. The kernels live in benchmarks/bench_relative_attention_kernels.py, loaded by file path.
+"""Shaw relative attention through flex_attention against the current gather/scatter math. The
+kernels live in benchmarks/bench_relative_attention_kernels.py, loaded by file path.
 
 fp32 must agree within 1e-5. In bf16 the outputs themselves are only resolved to 2^-8 of their
 size (one ulp at 1.5 is 0.0078), and the current bf16 path is itself ~0.015 off the float64

@@ -1,4 +1,4 @@
-"""Whole-Word Attention (SPEC 4.4, seed 002 section 5) against a plain reference computation."""
+"""Whole-Word Attention (design.md §4.4; Zöllner et al., section 5) against a plain computation."""
 
 from typing import List, Optional
 
@@ -236,7 +236,7 @@ def test_word_slots_do_not_change_outputs():
 @pytest.mark.parametrize("padded", [False, True], ids=["no_padding_mask", "padding_mask"])
 @pytest.mark.parametrize("num_words", [None, 7], ids=["num_words_none", "num_words_7"])
 def test_forward_and_backward_make_no_host_sync(padded, num_words):
-    """Issue 12: nothing in a training step of the layer reads a tensor back to the host."""
+    """No host synchronisation: no step of the layer's training reads a tensor back to the host."""
     attention = build(dropout=0.1).train()
     x, word_index, padding = padded_batch(SENTENCES)
     x.requires_grad_(True)

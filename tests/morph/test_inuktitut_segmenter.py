@@ -1,4 +1,4 @@
-"""InuktitutSegmenter: Morfessor Baseline morphs cut from the original characters (SPEC 3)."""
+"""InuktitutSegmenter: Morfessor Baseline morphs cut from the original characters (design.md §3)."""
 
 import json
 import logging

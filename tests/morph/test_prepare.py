@@ -1,4 +1,4 @@
-"""prepare: raw parallel text -> pieces that stock fairseq-preprocess binarizes (SPEC 3)."""
+"""prepare: raw parallel text -> pieces that stock fairseq-preprocess binarizes (design.md §3)."""
 
 import json
 import logging

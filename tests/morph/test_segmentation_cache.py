@@ -1,4 +1,4 @@
-"""SegmentationCache: segmented lines that survive the run, safely (SPEC section 3)."""
+"""SegmentationCache: segmented lines that survive the run, safely (design.md §3)."""
 
 import sqlite3
 import subprocess

@@ -1,4 +1,4 @@
-"""SentencePieceModel: exact round trip, no piece across a morpheme boundary (SPEC 3)."""
+"""SentencePieceModel: exact round trip, no piece across a morpheme boundary (design.md §3)."""
 
 import random
 

@@ -1,4 +1,4 @@
-"""TurkishSegmenter: Zemberek's morphemes on the original characters, fast and exact (SPEC 3)."""
+"""TurkishSegmenter: Zemberek's morphemes on the original characters, fast, exact (design.md §3)."""
 
 import logging
 import random

@@ -1,4 +1,4 @@
-"""FastRuleBasedAnalyzer gives exactly Zemberek's analyses, word type by word type (SPEC 3)."""
+"""FastRuleBasedAnalyzer gives exactly Zemberek's analyses, type by type (design.md §3)."""
 
 import pytest
 from conftest import SHARED_DATA

@@ -1,4 +1,4 @@
-"""Word boundaries from the dictionary alone (SPEC 4) and the per-token word structure."""
+"""Word boundaries from the dictionary alone (design.md §4) and the per-token word structure."""
 
 import pytest
 import torch

@@ -1,5 +1,5 @@
 """Every shell script answers --help with its usage and nothing else, and a missing option value
-or an unknown argument is an error message with exit status 2 (issue 14), never bash's
+or an unknown argument is an error message with exit status 2 (as argparse does), never bash's
 "unbound variable" and never a run: the demos used to start on `--help`."""
 
 import json

@@ -1,4 +1,4 @@
-"""translation_morph: fairseq's translation task that scores plain words, not pieces (SPEC 2.4)."""
+"""translation_morph: fairseq's translation task that scores words, not pieces (design.md §2.4)."""
 
 import re
 

@@ -1,11 +1,11 @@
-"""Data parallelism is gradient accumulation (issue 12, point 6): two torchrun processes on the
-CPU (gloo) and one process with `--update-freq 2` see the same batches in every update (rank r
-takes batches r, r + 2, ...; update-freq groups batches 2k and 2k + 1), so from the same seed
-they reach the same weights and loss after 10 updates. Dropout is off: its masks follow each
-process's random stream, which differs between the two set-ups by design.
+"""Data parallelism is gradient accumulation: two torchrun processes on the CPU (gloo) and one
+process with `--update-freq 2` see the same batches in every update (rank r takes batches r, r + 2,
+...; update-freq groups batches 2k and 2k + 1), so from the same seed they reach the same weights
+and loss after 10 updates. Dropout is off: its masks follow each process's random stream, which
+differs between the two set-ups by design.
 
-The single process runs on the CPU here and, in the `cuda` variant, on one GPU (the issue's
-"1-GPU run with --update-freq 2").
+The single process runs on the CPU here and, in the `cuda` variant, on one GPU (a "1-GPU run
+with --update-freq 2").
 """
 
 from pathlib import Path

@@ -1,10 +1,10 @@
-"""Every model, criterion and module of the project on a device other than the CPU, without a
-GPU (issue 20, point 4): `fairseq_struct.testing.other_device` emulates one on the CPU, so a
-tensor made on the CPU by mistake (a bare `torch.arange`, a `torch.zeros` without `device=`)
-fails here as it would on a user's GPU. The steps are those of the host-synchronisation test
-(`training_steps`); each runs twice from the same seed, on the CPU and on the emulated device,
-and must give the same loss, logging outputs and gradients (the emulated device computes on
-the CPU, so a difference means that the code took another path, not rounding)."""
+"""Every model, criterion and module of the project on a device other than the CPU, without a GPU:
+`fairseq_struct.testing.other_device` emulates one on the CPU, so a tensor made on the CPU by
+mistake (a bare `torch.arange`, a `torch.zeros` without `device=`) fails here as it would on a
+user's GPU. The steps are those of the host-synchronisation test (`training_steps`); each runs twice
+from the same seed, on the CPU and on the emulated device, and must give the same loss, logging
+outputs and gradients (the emulated device computes on the CPU, so a difference means that the code
+took another path, not rounding)."""
 
 from types import SimpleNamespace
 from typing import Any, Callable, Dict

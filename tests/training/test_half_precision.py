@@ -1,4 +1,4 @@
-"""bf16 and fp16 training (issue 12, point 1) with fairseq's own options, on the CPU.
+"""bf16 and fp16 training with fairseq's own options, on the CPU.
 
 `fairseq-train --bf16` / `--fp16` / `--memory-efficient-fp16` cast the model to half precision
 and keep fp32 master weights in fairseq's FP16Optimizer: every model of the project must train

@@ -1,7 +1,7 @@
-"""No host synchronisation in a training or decoding step of the project's models and criteria
-(issue 12, point 2). On the CPU with `HostSyncRecorder`: every ATen call that would make the host
-wait for a GPU (`.item()`, `int()`, `bool()`, `nonzero`, `unique`, mask indexing) is recorded
-with the code that made it. On a GPU (tests marked `cuda`) with CUDA's own sync debug mode.
+"""No host synchronisation in a training or decoding step of the project's models and criteria. On
+the CPU with `HostSyncRecorder`: every ATen call that would make the host wait for a GPU (`.item()`,
+`int()`, `bool()`, `nonzero`, `unique`, mask indexing) is recorded with the code that made it. On a
+GPU (tests marked `cuda`) with CUDA's own sync debug mode.
 
 Allowed, as fairseq's own code that the project subclasses rather than forks: its Transformer
 encoder and decoder test for padding with `if mask.any()` (one sync per forward, in stock

@@ -1,5 +1,5 @@
-"""Masked-LM pretraining with the stock fairseq-train (issue 4 items 1, 5, 6): every encoder
-with MLM only, MLM+NSP and MLM+SOP, and two processes under torchrun."""
+"""Masked-LM pretraining with the stock fairseq-train: every encoder with MLM only, MLM+NSP and
+MLM+SOP, and two processes under torchrun."""
 
 import re
 import socket

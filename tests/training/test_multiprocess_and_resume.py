@@ -1,5 +1,5 @@
 """Training with the stock fairseq-train: two processes under torchrun, and resuming a run that
-was killed (SPEC 1; issue items 8 and 9)."""
+was killed (design.md §1)."""
 
 import os
 import re

@@ -1,4 +1,4 @@
-"""Kernel launches of one fairseq training update, counted on the CPU (issue 33, point 3), by
+"""Kernel launches of one fairseq training update, counted on the CPU, by
 benchmarks/bench_update_launches.py at small widths (the counts do not depend on them):
 `tp_transformer_base` and fairseq's `transformer` in --bf16, with Adam and with Adafactor.
 
