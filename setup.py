@@ -61,7 +61,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11,<3.12",
     packages=find_packages(include=["fairseq_struct", "fairseq_struct.*"]),
-    # The probe files of seed 001 ship with the package (python -m fairseq_struct.eval.probes).
+    # The probe files of Polatbilek's thesis ship with the package (python -m
+    # fairseq_struct.eval.probes).
     package_data={"fairseq_struct.eval": ["probes_*.txt"]},
     install_requires=pinned(DIRECT_DEPENDENCIES),
     extras_require={

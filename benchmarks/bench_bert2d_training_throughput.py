@@ -1,4 +1,4 @@
-"""Masked-LM training throughput of BERT2D vs fairseq's stock RoBERTa of equal size (SPEC 6).
+"""Masked-LM training throughput of BERT2D vs fairseq's stock RoBERTa of equal size (design.md §6).
 
 Side a is `bert2d_base` (2D word + subword positions, M = 3, uniform subword ids, 2 segment
 embeddings: the arch defaults), side b fairseq's own `roberta_base` (learned 1D positions): both

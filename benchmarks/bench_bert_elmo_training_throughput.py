@@ -1,4 +1,4 @@
-"""Masked-LM training throughput of BERT-ELMo vs the same BERT on the same text (SPEC 6).
+"""Masked-LM training throughput of BERT-ELMo vs the same BERT on the same text (design.md §6).
 
 Side a is `bert_elmo_base` (character-CNN word embeddings, word-level MLM output over the whole
 word dictionary by default), side b "the same BERT": by default `bert2d_base` with

@@ -1,4 +1,4 @@
-"""Kernel launches of one beam-search step, counted on the CPU (issue 34, point 1).
+"""Kernel launches of one beam-search step, counted on the CPU.
 
 A GPU beam search that waits on its launches shows the same count on any machine: the kernel-
 launching ATen operations (views, allocations and metadata left out: fairseq_struct/testing/

@@ -1,4 +1,4 @@
-"""Whole fairseq-train runs: updates/s of fairseq's own update against the project's (issue 33).
+"""Whole fairseq-train runs: updates/s of fairseq's own update against the project's.
 
 bench_gpu_training.py times the update alone; here `fairseq-train --user-dir fairseq_struct`
 runs as a user runs it, with its data loading, logging and the trainer's own synchronisations,

@@ -1,4 +1,4 @@
-"""GPU benchmarks of issue 12 (point 5): tokens/s, peak memory and MFU, candidate vs stock.
+"""GPU benchmarks: tokens/s, peak memory and MFU, candidate vs stock.
 
 One JSON line per comparison on stdout (logs on stderr), each with both sides' figures, the
 ratio candidate / baseline, the target, the device's name and the dense bf16 peak used for MFU:
@@ -7,8 +7,8 @@ ratio candidate / baseline, the target, the device's name and the dense bf16 pea
   (fairseq's meaning: sentences x padded length <= 4,096, so 136 x 30); `tp_transformer_base`
   vs fairseq's stock `transformer` of equal size (6+6 layers, d 512, 8 heads of 64, ffn 2048;
   the TP-Transformer adds role projections and Shaw tables). Target ratio >= 0.85; goal for
-  tp_transformer_base: MFU >= 0.40 in bf16 (issue 12 states it for an H100, whose dense bf16
-  peak the H200 shares).
+  tp_transformer_base: MFU >= 0.40 in bf16 (a goal set for an H100, whose dense bf16 peak
+  the H200 shares).
 - `translation_generation`: fairseq's `SequenceGenerator`, beam 5, on random source sentences,
   every hypothesis forced to exactly --gen-steps tokens + EOS (as bench_tp_generation_speed.py,
   whose batch and check it uses). Target >= 0.9.
@@ -104,7 +104,7 @@ TARGETS = {
     "translation_training": 0.85,
     "translation_generation": 0.9,
     "mlm_training": 0.9,
-    "whole_word_attention": None,  # issue 12: "memory and time, stated as they come"
+    "whole_word_attention": None,  # memory and time, stated as they come
 }
 MFU_GOAL_TP = 0.40
 COMPARISONS = tuple(TARGETS)
@@ -114,7 +114,7 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 @dataclass(frozen=True)
 class Sizes:
-    """Model and batch sizes of a run: the base sizes of issue 12, or tiny ones (--tiny)."""
+    """Model and batch sizes of a run: the base architectures' sizes, or tiny ones (--tiny)."""
 
     vocab_size: int = 32000
     seq2seq_overrides: Tuple[Tuple[str, int], ...] = ()  # () = the base archs' own sizes
@@ -653,7 +653,7 @@ def whole_word_attention(
             round(memory["wwa"] / memory["relpos"], 4) if memory["relpos"] else None
         ),
         "target": None,
-        "target_note": "issue 12: memory and time stated as they come",
+        "target_note": "memory and time stated as they come",
         **repetition_settings(args),
     }
 

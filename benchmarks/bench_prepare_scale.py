@@ -1,4 +1,4 @@
-"""Peak memory and speed of translation-data preparation as the corpus grows (issue 13, point 3).
+"""Peak memory and speed of translation-data preparation as the corpus grows.
 
     .venv/bin/python benchmarks/bench_prepare_scale.py           # demo grammar, 100k and 1M, bpe
     .venv/bin/python benchmarks/bench_prepare_scale.py --sizes 100000 --modes morph
@@ -22,7 +22,7 @@ The train file of a smaller N is a prefix of that of a larger one. Then
 called only through its command line (`--workers` is passed only where its --help lists it;
 --prepare-args adds options), so the same script measures the implementation before and after
 a rewrite. While it runs, a thread samples every --interval s the resident memory of the whole
-process tree (the process and all its children, summed: `peak_rss_mib`, the issue's measure)
+process tree (the process and all its children, summed: `peak_rss_mib`, the measure of the target)
 and, from `wait4`, the largest RSS any single process of the tree reached
 (`peak_rss_single_process_mib`, exact, not sampled). Summed RSS counts the pages that forked
 workers share with their parent (the imported torch, Zemberek's tables) once per process;

@@ -1,4 +1,4 @@
-"""Shaw relative self-attention: the current gather/scatter math vs flex_attention (issue 12).
+"""Shaw relative self-attention: the current gather/scatter math vs flex_attention.
 
 Both sides compute, from q (already scaled by head_dim**-0.5), k, v (B, H, T, d), the tables
 a^K, a^V (2k+1, d) shared by the heads and a key padding mask (B, T), True at padding:

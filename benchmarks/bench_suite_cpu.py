@@ -1,4 +1,4 @@
-"""The test suite's CPU time against a baseline commit's (issue 32, point 2).
+"""The test suite's CPU time against a baseline commit's.
 
     .venv/bin/python benchmarks/bench_suite_cpu.py --baseline 12f851c
     .venv/bin/python benchmarks/bench_suite_cpu.py --baseline 12f851c --logs suite-logs \\
@@ -25,8 +25,8 @@ the commands it started and the preloaded servers' forks, through their parents'
 times; with two or more workers, a command run in a server the other worker started counts in
 that worker's phase). It reads /proc three times a test, which adds 1-2 % to that run's CPU.
 
-Prints one JSON line: `cpu_s` and `baseline_cpu_s`, `ratio` (target <= 0.65, the issue's bar) and
-`meets_target`, each run's wall seconds and pytest summary. Exit status 1 when a run's tests fail
+Prints one JSON line: `cpu_s` and `baseline_cpu_s`, `ratio` (target <= 0.65, the suite's CPU
+budget) and `meets_target`, each run's wall seconds and pytest summary. Exit status 1 when a run's tests fail
 (its CPU is then no measure of the suite); --logs DIR keeps each run's output there, which ends
 with pytest's 30 slowest test phases (`--durations=30`).
 """
@@ -90,8 +90,8 @@ def run_suite(
     env = {name: value for name, value in os.environ.items() if not name.startswith("PYTEST_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     python_path = [str(checkout)]
-    # --durations: the 30 slowest test phases at the end of each run's log (issue 32 asks for
-    # them before and after).
+    # --durations: the 30 slowest test phases at the end of each run's log, to compare them
+    # before and after.
     pytest_args = ["-q", "-p", "no:cacheprovider", "--durations=30"]
     if workers != "0":
         pytest_args += ["-n", workers, "--dist", "load"]

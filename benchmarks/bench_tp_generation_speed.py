@@ -1,4 +1,4 @@
-"""Beam-search speed of the TP-Transformer vs fairseq's stock Transformer of equal size (SPEC 6).
+"""Beam-search speed of the TP-Transformer vs fairseq's stock Transformer (design.md §6).
 
 `tp_transformer_base` and fairseq's `transformer` (6+6 layers, d_model 512, 8 heads, ffn 2048:
 the base / `transformer_wmt_en_de` configuration) translate the same batch of random source

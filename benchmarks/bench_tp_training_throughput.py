@@ -1,4 +1,4 @@
-"""Training throughput of the TP-Transformer vs its relative-position baseline (SPEC 6).
+"""Training throughput of the TP-Transformer vs its relative-position baseline (design.md §6).
 
 Both models (`tp_transformer_base` and the parameter-matched `transformer_relpos_base`) train on
 the same synthetic batch in the same process, timed in turns (A, B, A, B, ...) after a warm-up, so
@@ -85,7 +85,7 @@ def make_training_step(
 
 def build_optimizer(name: str, model: nn.Module, lr: float) -> torch.optim.Optimizer:
     if name == "adafactor":
-        # The paper's optimizer with an external learning rate, as SPEC 2.3 prescribes.
+        # The paper's optimizer with an external learning rate (design.md §2.3).
         return Adafactor(model.parameters(), lr=lr, scale_parameter=False, relative_step=False)
     return torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
 

@@ -1,5 +1,5 @@
 """Sentences/s of `fairseq-struct-translate` from raw text vs stock `fairseq-generate` on the
-binarized test set: the same model, the same sentences, beam 5, on the CPU (issue 22).
+binarized test set: the same model, the same sentences, beam 5, on the CPU.
 
     .venv/bin/python benchmarks/bench_translate_speed.py \\
         --data data-bin/demo-en-tr-morph --path demo-work/checkpoints-morph/checkpoint_best.pt

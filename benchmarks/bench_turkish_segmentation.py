@@ -1,4 +1,4 @@
-"""Speed of the project's Turkish segmenter against Zemberek's per-sentence reference (SPEC 3).
+"""Speed of the project's Turkish segmenter against Zemberek's per-sentence one (design.md §3).
 
     .venv/bin/python benchmarks/bench_turkish_segmentation.py FILE [--reference-lines 900]
     .venv/bin/python benchmarks/bench_turkish_segmentation.py FILE --lines 4000 --workers 2 \

@@ -1,4 +1,4 @@
-"""Kernel launches of one fairseq training update, counted on the CPU (issue 33, point 3).
+"""Kernel launches of one fairseq training update, counted on the CPU.
 
 A GPU update that waits on its launches shows the same count on any machine: the kernel-
 launching ATen operations (views, allocations and metadata left out: fairseq_struct/testing/
@@ -45,7 +45,7 @@ from fairseq_struct.testing.operation_count import KernelOperationCounter
 
 OPTIMIZER_FLAGS = {
     "adam": ["--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "0.0005"],
-    # scripts/train-en-tr.sh: the paper's Adafactor (SPEC 2.3), an external learning rate
+    # scripts/train-en-tr.sh: the paper's Adafactor (design.md §2.3), an external learning rate
     "adafactor": ["--optimizer", "adafactor", "--lr", "0.003"],
 }
 OPTIMIZER_TARGETS = {"adam": 60, "adafactor": 200}

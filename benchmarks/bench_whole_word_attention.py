@@ -3,10 +3,11 @@
 One attention layer, forward + backward of out.sum() with respect to the input and the
 parameters (gradients set to None before each step, so their allocation counts on every side):
 
-- wwa: `WholeWordAttention` (SPEC 4.4; word attention with word-level Shaw positions + window 5);
+- wwa: `WholeWordAttention` (design.md §4.4: word attention with word-level Shaw positions,
+  window 5);
 - mha: fairseq's `MultiheadAttention`, called as fairseq's encoder layer calls it (roberta);
 - relpos: full attention with Shaw relative positions (k = 16), the project's
-  `RoleRelativeMultiheadAttention` with roles off: the baseline of seed 002, whose BERTs use
+  `RoleRelativeMultiheadAttention` with roles off: the baseline of Zöllner et al., whose BERTs use
   relative positions, and like WWA an attention that materialises its energies;
 - wwa_window: the windowed part of WWA alone (mha_wind: projections, banded attention, output
   projection), to follow the window kernel apart from the word attention.
@@ -48,7 +49,7 @@ from fairseq_struct.modules.whole_word_attention import WholeWordAttention, atte
 
 logger = logging.getLogger("bench_whole_word_attention")
 
-# Issue 34: against fused attention (fairseq's MultiheadAttention), Whole-Word Attention at most
+# Targets against fused attention (fairseq's MultiheadAttention), Whole-Word Attention at most
 # 2x the memory and time, the Shaw relative-position attention at most 1.5x the memory and 2x
 # the time (the times are GPU targets: a CPU line reports them, its figures say little).
 TARGET_MEMORY_RATIO = 2.0

@@ -25,8 +25,8 @@ matrix products, embedding lookups excluded and the output projection included; 
 encoder-decoder the encoder's weights (and cross-attention's k/v) see source tokens and the
 decoder's see target tokens. Masked-LM encoders: the LM head (dense layer + output projection)
 is counted on the masked tokens only, since fairseq's masked-LM criteria (and
-`masked_lm_struct`) apply it to those alone. Whole-Word Attention (SPEC 4.4) computes
-m² + (2w+1)·n energies per head for m words and n tokens (eq. 9 of seed 002), each row with its
+`masked_lm_struct`) apply it to those alone. Whole-Word Attention (design.md §4.4) computes
+m² + (2w+1)·n energies per head for m words and n tokens (Zöllner et al., eq. 9), each row with its
 own m (a batched implementation that pads every row to more word slots computes more, which is
 not model FLOPs); its word attention projects the m word vectors and its window attention the
 n tokens. Beam search counts the encoder and cross-attention's k/v once per sentence.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Everything issue 12 needs a GPU for, in one command on the lent GPU machine (see
-# benchmarks/README.md, "On the GPU machine"). Run `bash benchmarks/fetch_gpu_wheels.sh` here
-# first; then, with the device tool: run(command="bash benchmarks/run_gpu_checks.sh",
-# carry=[".whl"]). Logs and JSON lines go to $OUT (or ./gpu-checks when OUT is unset).
+# Every check that needs a GPU (the cuda tests, the GPU benchmark, the attention kernels), in one
+# command on the lent GPU machine (see benchmarks/README.md, "On the GPU machine"). Run
+# `bash benchmarks/fetch_gpu_wheels.sh` here first; then, with the device tool:
+# run(command="bash benchmarks/run_gpu_checks.sh", carry=[".whl"]). Logs and JSON lines go to
+# $OUT (or ./gpu-checks when OUT is unset).
 #
 #   bash benchmarks/run_gpu_checks.sh [tests|bench|kernels|all]   (default: all)
 set -uo pipefail
@@ -22,8 +23,8 @@ python3 -c 'import torch, fairseq, fairseq_struct; print(torch.__version__, fair
 
 status=0
 # Each part has a time limit of its own (seconds), so that a slow one (a kernel compiling for a
-# new shape) leaves the others their figures inside the call's 9 minutes; in the order of what
-# the issues need first (540 s in all).
+# new shape) leaves the others their figures inside the call's 9 minutes; the most needed
+# first (540 s in all).
 limited() { local seconds=$1; shift; timeout "$seconds" "$@" || status=1; }
 if [[ "$WHAT" == all || "$WHAT" == tests ]]; then
   limited 180 python3 -m pytest -q -m cuda -p no:cacheprovider tests/gpu \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Translate a test set with stock fairseq-generate and score the plain-text output against the
-# raw reference with sacreBLEU (BLEU 13a, chrF, chrF++, cased; SPEC 5.1).
+# raw reference with sacreBLEU (BLEU 13a, chrF, chrF++, cased; docs/design.md §5.1).
 #
 # fairseq-generate's own --scoring compares against the binarized references, which is not a
 # real sacreBLEU number; here the hypotheses are taken from the generate log in sentence order,

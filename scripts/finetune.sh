@@ -4,8 +4,8 @@
 # --reset-dataloader --reset-meters; Adam, polynomial decay with 6% warm-up), or train the same
 # architecture from scratch (--scratch) as the baseline. The architecture and every structure
 # option are read from the pretraining checkpoint (python -m fairseq_struct.downstream.encoder_options).
-# Defaults are seed 000's Table 2 (BERT2D): batch 16 / 10 epochs / lr 5e-5 for NER and POS,
-# 64 / 20 / 3e-5 for QA, 64 / 3 / 3e-5 for sentiment.
+# Defaults are Table 2 of the BERT2D paper (Kaya & Tantuğ): batch 16 / 10 epochs / lr 5e-5 for
+# NER and POS, 64 / 20 / 3e-5 for QA, 64 / 3 / 3e-5 for sentiment.
 set -euo pipefail
 
 usage() {
