@@ -176,27 +176,38 @@ def write_report(
         "command": list(command_line),
         "pretraining": pretraining,
         "tasks": {
-            task: [
-                {
-                    "system": system.name,
-                    "encoder": system.encoder,
-                    "init": system.init,
-                    "scores": system.scores,
-                    "missing": system.missing,
-                    "mean": system.mean,
-                    "std": system.std,
-                    "aso": system.aso,
-                }
-                for system in systems
-            ]
-            for task, systems in tasks.items()
+            task: [_system_json(system) for system in systems] for task, systems in tasks.items()
         },
         "versions": system_versions,
         "step_commands": commands,
     }
     atomic_write_json(grid.out / "report.json", record)
 
-    lines = [
+    lines = _introduction(grid) + ["", *_pretraining_section(pretraining, has_curves)]
+    for task, systems in tasks.items():
+        lines += ["", f"## {task}", "", *task_table(systems, task, grid.seeds)]
+    lines += provenance_markdown(command_line, commands, system_versions)
+    report = grid.out / "report.md"
+    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return report
+
+
+def _system_json(system: TaskSystem) -> Dict[str, object]:
+    return {
+        "system": system.name,
+        "encoder": system.encoder,
+        "init": system.init,
+        "scores": system.scores,
+        "missing": system.missing,
+        "mean": system.mean,
+        "std": system.std,
+        "aso": system.aso,
+    }
+
+
+def _introduction(grid: EncoderGrid) -> List[str]:
+    """The title and what every table shows."""
+    return [
         "# Encoder grid",
         "",
         f"Profile `{grid.profile}`: every encoder pretrained for {grid.pretraining_updates} "
@@ -205,7 +216,12 @@ def write_report(
         "the finished seeds. ε_min: Almost Stochastic Order (deepsig, α 0.05) of the system "
         f"against the baseline on the first metric; below {DEFAULT_THRESHOLD} the system is "
         "better, and (worse) when the baseline's ε_min against it is.",
-        "",
+    ]
+
+
+def _pretraining_section(pretraining: List[Dict[str, object]], has_curves: bool) -> List[str]:
+    """The pretraining table, one row per encoder, and the curves under it if there are any."""
+    lines = [
         "## Pretraining",
         "",
         "| encoder | units | updates | valid masked-token accuracy | unigram baseline | time "
@@ -222,9 +238,4 @@ def write_report(
         )
     if has_curves:
         lines += ["", "![pretraining curves](curves.png)"]
-    for task, systems in tasks.items():
-        lines += ["", f"## {task}", "", *task_table(systems, task, grid.seeds)]
-    lines += provenance_markdown(command_line, commands, system_versions)
-    report = grid.out / "report.md"
-    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return report
+    return lines

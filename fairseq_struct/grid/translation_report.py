@@ -280,44 +280,10 @@ def compare_evaluations(grid: TranslationGrid) -> Dict[str, object]:
     stability_rows, system_rows = [], []
     for evaluation in grid.evaluations:
         summaries = summarise(grid, None, evaluation=evaluation)
-        stability: Dict[str, Dict[str, object]] = {}
-        for metric in COMPARED_METRICS:
-            scores = {
-                summary.system.name: {run.seed: run.scores[metric] for run in summary.finished}
-                for summary in summaries
-            }
-            consistent, pairs = consistent_pairs(scores)
-            stability[metric] = {
-                "sign_agreement": sign_agreement(scores),
-                "consistent_pairs": consistent,
-                "pairs": pairs,
-                "mean_seed_std": mean_seed_std(scores),
-            }
+        stability = _stability(summaries)
         name = f"`{evaluation.name}`" + (" (reported)" if evaluation == grid.reported else "")
-        stability_rows.append(
-            f"| {name} | "
-            + " | ".join(_fraction(stability[m]["sign_agreement"]) for m in COMPARED_METRICS)
-            + " | "
-            + " | ".join(
-                f"{stability[m]['consistent_pairs']}/{stability[m]['pairs']}"
-                for m in COMPARED_METRICS
-            )
-            + " | "
-            + " | ".join(_number(stability[m]["mean_seed_std"], ".2f") for m in COMPARED_METRICS)
-            + " |"
-        )
-        for summary in summaries:
-            finished = summary.finished
-            ratios = [run.length_ratio for run in finished if run.length_ratio is not None]
-            system_rows.append(
-                f"| {name} | {summary.system.name} | "
-                + " | ".join(
-                    mean_std_text(summary.mean[m], summary.std[m]) for m in COMPARED_METRICS
-                )
-                + f" | {_number(statistics.fmean(ratios) if ratios else None, '.3f')} | "
-                + ", ".join(f"{run.seed}: {_checkpoint(run)}" for run in finished)
-                + " |"
-            )
+        stability_rows.append(_stability_row(name, stability))
+        system_rows += [_evaluated_system_row(name, summary) for summary in summaries]
         records.append(
             {
                 "name": evaluation.name,
@@ -326,8 +292,56 @@ def compare_evaluations(grid: TranslationGrid) -> Dict[str, object]:
                 "systems": [_summary_json(summary) for summary in summaries],
             }
         )
+    return {"markdown": _comparison_markdown(stability_rows, system_rows), "json": records}
+
+
+def _stability(summaries: List[SystemSummary]) -> Dict[str, Dict[str, object]]:
+    """Per compared metric, how stable the systems' differences are over the seeds."""
+    stability: Dict[str, Dict[str, object]] = {}
+    for metric in COMPARED_METRICS:
+        scores = {
+            summary.system.name: {run.seed: run.scores[metric] for run in summary.finished}
+            for summary in summaries
+        }
+        consistent, pairs = consistent_pairs(scores)
+        stability[metric] = {
+            "sign_agreement": sign_agreement(scores),
+            "consistent_pairs": consistent,
+            "pairs": pairs,
+            "mean_seed_std": mean_seed_std(scores),
+        }
+    return stability
+
+
+def _stability_row(name: str, stability: Dict[str, Dict[str, object]]) -> str:
+    return (
+        f"| {name} | "
+        + " | ".join(_fraction(stability[m]["sign_agreement"]) for m in COMPARED_METRICS)
+        + " | "
+        + " | ".join(
+            f"{stability[m]['consistent_pairs']}/{stability[m]['pairs']}" for m in COMPARED_METRICS
+        )
+        + " | "
+        + " | ".join(_number(stability[m]["mean_seed_std"], ".2f") for m in COMPARED_METRICS)
+        + " |"
+    )
+
+
+def _evaluated_system_row(name: str, summary: SystemSummary) -> str:
+    finished = summary.finished
+    ratios = [run.length_ratio for run in finished if run.length_ratio is not None]
+    return (
+        f"| {name} | {summary.system.name} | "
+        + " | ".join(mean_std_text(summary.mean[m], summary.std[m]) for m in COMPARED_METRICS)
+        + f" | {_number(statistics.fmean(ratios) if ratios else None, '.3f')} | "
+        + ", ".join(f"{run.seed}: {_checkpoint(run)}" for run in finished)
+        + " |"
+    )
+
+
+def _comparison_markdown(stability_rows: List[str], system_rows: List[str]) -> List[str]:
     header = " | ".join(COMPARED_METRICS)
-    markdown = [
+    return [
         "## Checkpoint rules compared",
         "",
         "Every run evaluated by each rule (`--compare-rules`). Sign kept: over every pair of "
@@ -345,7 +359,6 @@ def compare_evaluations(grid: TranslationGrid) -> Dict[str, object]:
         *system_rows,
         "",
     ]
-    return {"markdown": markdown, "json": records}
 
 
 def _fraction(value: Optional[float]) -> str:
@@ -444,7 +457,23 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
     }
     atomic_write_json(grid.out / "report.json", record)
 
-    lines = [
+    lines = _introduction(grid, references) + [*results_table(summaries, grid.seeds), ""]
+    lines += _test_set_section(statistics_of_test)
+    lines += _density_section(density)
+    if has_curves:
+        lines += ["## Validation curves", "", "![validation BLEU](curves.png)", ""]
+    if comparison is not None:
+        lines += comparison["markdown"]
+    lines += _runs_section(grid, summaries)
+    lines += provenance_markdown(command_line, commands, system_versions)
+    report = grid.out / "report.md"
+    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return report
+
+
+def _introduction(grid: TranslationGrid, references: Optional[List[str]]) -> List[str]:
+    """The title and what the results table shows."""
+    return [
         f"# Translation grid: {grid.src_lang}→{grid.tgt_lang}",
         "",
         f"Profile `{grid.profile}`, {grid.max_update} updates for every run, seeds "
@@ -456,32 +485,48 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
         f'worse (p < {SIGNIFICANCE_LEVEL} for every seed, in the same direction; "seeds '
         'disagree": significantly better with one seed and worse with another).',
         "",
-        *results_table(summaries, grid.seeds),
+    ]
+
+
+def _test_set_section(statistics_of_test: Dict[str, object]) -> List[str]:
+    if not statistics_of_test:
+        return []
+    lines = ["## Test set", "", "| statistic | value |", "|---|---|"]
+    lines += [f"| {name} | {value:.3f} |" for name, value in statistics_of_test.items()]
+    return lines + [""]
+
+
+def _density_section(density: Optional[Dict[str, object]]) -> List[str]:
+    if density is None:
+        return []
+    return [
+        "## By morphological density (Soulos et al., Figure 3)",
+        "",
+        "First finished seed of each system; morphemes per word of the segmented reference.",
+        "",
+        *density["table"],
+        "",
+        "![BLEU by density](density.png)",
         "",
     ]
-    if statistics_of_test:
-        lines += ["## Test set", "", "| statistic | value |", "|---|---|"]
-        lines += [f"| {name} | {value:.3f} |" for name, value in statistics_of_test.items()]
-        lines.append("")
-    if density is not None:
-        lines += ["## By morphological density (Soulos et al., Figure 3)", ""]
-        lines += ["First finished seed of each system; morphemes per word of the segmented "]
-        lines[-1] += "reference."
-        lines += ["", *density["table"], "", "![BLEU by density](density.png)", ""]
-    if has_curves:
-        lines += ["## Validation curves", "", "![validation BLEU](curves.png)", ""]
-    if comparison is not None:
-        lines += comparison["markdown"]
-    lines += ["## Runs", ""]
-    lines += [
-        f"The reported checkpoint: {RULE_TEXT[grid.reported.rule.kind]} (`--checkpoint-rule "
-        f"{grid.reported.rule.name}`){LENPEN_TEXT if grid.tune_lenpen else ''}; its validation "
-        "NLL, and the length of its test outputs against the references."
-    ]
+
+
+def _runs_section(grid: TranslationGrid, summaries: List[SystemSummary]) -> List[str]:
+    """Every run: finished, updates, the reported checkpoint, its validation NLL (and tuned
+    length penalty), the outputs' length, the times; then the runs whose length is flagged."""
     tuned = grid.tune_lenpen
-    lines += ["", "| run | finished | updates | reported checkpoint (update) | valid NLL | "]
-    lines[-1] += "length penalty | " * tuned + "length ratio (BP) | training | evaluation |"
-    lines += ["|---|---|---|---|---|---|---|---|" + "---|" * tuned]
+    lines = [
+        "## Runs",
+        "",
+        f"The reported checkpoint: {RULE_TEXT[grid.reported.rule.kind]} (`--checkpoint-rule "
+        f"{grid.reported.rule.name}`){LENPEN_TEXT if tuned else ''}; its validation "
+        "NLL, and the length of its test outputs against the references.",
+        "",
+        "| run | finished | updates | reported checkpoint (update) | valid NLL | "
+        + "length penalty | " * tuned
+        + "length ratio (BP) | training | evaluation |",
+        "|---|---|---|---|---|---|---|---|" + "---|" * tuned,
+    ]
     for summary in summaries:
         for run in summary.runs:
             lenpen = f"{_number(run.lenpen, 'g')} | " * tuned
@@ -499,10 +544,7 @@ def write_report(grid: TranslationGrid, command_line: Sequence[str], test_type: 
             "the difference may lie in decoding"
             for run in flagged
         ]
-    lines += provenance_markdown(command_line, commands, system_versions)
-    report = grid.out / "report.md"
-    report.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return report
+    return lines
 
 
 def _seconds(value: Optional[float]) -> str:
