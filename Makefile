@@ -11,8 +11,8 @@ STAMP := $(VENV)/.installed
 
 .PHONY: venv demo demo-mlm demo-finetune test lint format bench clean-demo
 
-# commands.py lists the console scripts, which an (editable) install writes: a new one reinstalls.
-$(STAMP): requirements.txt setup.py fairseq_struct/commands.py
+# setup.py declares the console script, which an (editable) install writes: a change reinstalls.
+$(STAMP): requirements.txt setup.py
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --no-deps -r requirements.txt

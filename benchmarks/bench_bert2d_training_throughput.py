@@ -46,7 +46,7 @@ from interleaved_timing import (
 )
 from torch import Tensor, nn
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.datasets.masking import MaskingOptions, mask_tokens
 from fairseq_struct.pieces.markers import WORD_START
 from fairseq_struct.pieces.word_boundaries import special_symbol_lookup, word_start_lookup

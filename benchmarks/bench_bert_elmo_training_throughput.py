@@ -52,7 +52,7 @@ from bench_bert2d_training_throughput import (
 from interleaved_timing import cpu_time_ratio, set_up
 from torch import Tensor
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.datasets.masking import MaskingOptions, mask_tokens
 from fairseq_struct.pieces.word_boundaries import special_symbol_lookup, word_start_lookup
 

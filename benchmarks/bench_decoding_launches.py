@@ -3,7 +3,7 @@
 A GPU beam search that waits on its launches shows the same count on any machine: the kernel-
 launching ATen operations (views, allocations and metadata left out: fairseq_struct/testing/
 operation_count.py) of each decoder call of fairseq's SequenceGenerator, the models prepared
-for inference as fairseq-generate and fairseq-struct-translate prepare them
+for inference as fairseq-generate and fairseq-struct translate prepare them
 (`prepare_for_inference_`: attention weights of the alignment layer only). The search is
 forced to `--steps` tokens and EOS (min_len = max_len), so every call after the first is the
 same step; `step` is one of those, `first_step` the first call (which also projects the
@@ -28,7 +28,7 @@ from bench_gpu_training import source_batch
 from bench_update_launches import WIDTHS, add_count_arguments
 from fairseq.sequence_generator import EnsembleModel, SequenceGenerator
 
-import fairseq_struct  # noqa: F401  (registers the models, applies the repairs)
+import fairseq_struct.plugin  # noqa: F401  (registers the models, applies the repairs)
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.testing.operation_count import KernelOperationCounter
 

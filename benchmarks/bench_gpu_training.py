@@ -88,7 +88,7 @@ from model_flops import (
 )
 from torch import Tensor, nn
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.modules.role_attention import (
     RoleAttentionOptions,
     RoleRelativeMultiheadAttention,

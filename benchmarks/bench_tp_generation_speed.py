@@ -27,7 +27,7 @@ from fairseq.sequence_generator import SequenceGenerator
 from interleaved_timing import add_threads_argument, cpu_time_ratio, run_in_turns, set_up, warm_up
 from torch import Tensor
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
 logger = logging.getLogger("bench_tp_generation_speed")

@@ -32,7 +32,7 @@ from interleaved_timing import (
 )
 from torch import Tensor, nn
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
 logger = logging.getLogger("bench_tp_training_throughput")

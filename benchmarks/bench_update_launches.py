@@ -37,7 +37,7 @@ import torch
 from bench_tp_training_throughput import synthetic_batch
 from fairseq.criterions.label_smoothed_cross_entropy import label_smoothed_nll_loss
 
-import fairseq_struct  # noqa: F401  (registers the models, applies the repairs)
+import fairseq_struct.plugin  # noqa: F401  (registers the models, applies the repairs)
 from fairseq_struct.fixes.stock_update import restore_stock_updates
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.testing.fairseq_optimizers import build_fairseq_optimizer

@@ -429,7 +429,7 @@ def main(argv: List[str]) -> int:
 
     import torch  # noqa: E402  (only the command line needs torch and fairseq)
 
-    import fairseq_struct  # noqa: F401  (registers the archs)
+    import fairseq_struct.plugin  # noqa: F401  (registers the archs)
     from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
     dictionary = joined_dictionary(args.vocab_size)

@@ -1,11 +1,13 @@
 """fairseq-struct: structure-aware models for morphologically rich languages, as a fairseq plugin.
 
-Importing this package (fairseq does, for `--user-dir fairseq_struct`) does two things:
-apply the repairs of fairseq 0.12 and torch listed in `fairseq_struct.fixes`, then register
-every criterion, model, architecture, task and text encoder (`--bpe`) with fairseq. Nothing
-here imports the preparation code (Zemberek, SentencePiece training, Morfessor), so training
-workers stay light.
+fairseq imports this package for `--user-dir` (fairseq-train, fairseq-generate, torchrun and
+the workers they spawn), after importing itself: the package then registers its components
+(`fairseq_struct.plugin`). A command line that needs no model (`fairseq-struct score`, ...)
+imports the package before fairseq, and so starts without torch or fairseq; the commands and
+Python users that load a model `import fairseq_struct.plugin` themselves.
 """
 
-from fairseq_struct import fixes  # noqa: F401  (first: the components rely on the repairs)
-from fairseq_struct import criterions, encoders, models, tasks  # noqa: F401
+import sys
+
+if "fairseq" in sys.modules:  # imported by fairseq (--user-dir), or after it
+    from fairseq_struct import plugin  # noqa: F401

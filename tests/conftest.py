@@ -264,7 +264,7 @@ def validation_loss(checkpoint: Path) -> float:
     """Mean token NLL of a translation checkpoint on its whole validation set (CPU, fp32)."""
     from fairseq import checkpoint_utils
 
-    import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
+    import fairseq_struct.plugin  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
 
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)])
     model = models[0].eval()

@@ -7,8 +7,8 @@ are set aside. `$NAME` takes the value the block assigned to NAME (`$USER_DIR` i
 package's directory), any other variable or `$(...)` stands for one argument, and `...` for
 arguments left out (a command with `...` may then lack a required one). Checked:
 
-- the project's console scripts (`fairseq-struct-*`) and `python -m fairseq_struct...`: the
-  module's own `main(argv)`, stopped as soon as argparse has parsed the arguments;
+- the project's front door (`fairseq-struct COMMAND`) and `python -m fairseq_struct...`: the
+  command's module's own `main(argv)`, stopped as soon as argparse has parsed the arguments;
 - fairseq's programs with `--user-dir`: fairseq's parser of that program with the plugin's
   models, tasks and their options (`options.parse_args_and_arch`);
 - `scripts/*.sh`: the file exists, and the script parses its options and stops there
@@ -29,7 +29,7 @@ from typing import Callable, Dict, Iterator, List, Optional
 
 from conftest import REPO_ROOT
 
-from fairseq_struct.commands import COMMANDS as CONSOLE_SCRIPTS
+from fairseq_struct.commands import COMMANDS, PROGRAM
 
 FAIRSEQ_PARSERS = {
     "fairseq-train": "get_training_parser",
@@ -233,8 +233,10 @@ def checker(command: Command) -> Optional[Callable[[], Optional[str]]]:
     if name.endswith(".sh") and "scripts/" in name:
         script = REPO_ROOT / name[name.index("scripts/") :]
         return lambda: check_script(script, argv, elided)
-    if name in CONSOLE_SCRIPTS:
-        return lambda: check_module(CONSOLE_SCRIPTS[name], argv, elided)
+    if name == PROGRAM and argv:
+        if argv[0] not in COMMANDS:
+            return lambda: f"{PROGRAM}: {argv[0]!r} is not a command"
+        return lambda: check_module(COMMANDS[argv[0]], argv[1:], elided)
     if PYTHONS.match(name) and argv[:1] == ["-m"] and argv[1:2]:
         if argv[1].startswith("fairseq_struct"):
             return lambda: check_module(argv[1], argv[2:], elided)

@@ -157,7 +157,7 @@ def test_fairseq_train_benchmark_times_both_updates():
 
 def _parameters(arch: str, vocab_size: int) -> tuple:
     """Parameters of an arch built as the benchmarks build it, and the dictionary size."""
-    import fairseq_struct  # noqa: F401  (registers the models)
+    import fairseq_struct.plugin  # noqa: F401  (registers the models)
     from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
     dictionary = joined_dictionary(vocab_size)

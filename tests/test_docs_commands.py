@@ -17,7 +17,8 @@ def test_the_documents_have_the_commands_of_each_kind():
     checked = [command for command in ALL if checker(command) is not None]
     programs = {command.words[0].split("/")[-1] for command in checked}
     assert len(checked) >= 60, len(checked)
-    assert {"fairseq-train", "fairseq-struct-translate", "python"} <= programs, programs
+    assert {"fairseq-train", "fairseq-struct", "python"} <= programs, programs
+    assert any(command.words[:2] == ["fairseq-struct", "translate"] for command in checked)
     assert any(word.startswith("scripts/") for c in checked for word in c.words[:2])
 
 
@@ -50,10 +51,11 @@ def commands_of(text: str):
         ("scripts/train-en-tr.sh --data d", "--data and --save-dir are required"),
         ("bash scripts/no-such.sh --x", "scripts/no-such.sh does not exist"),
         (
-            "fairseq-struct-translate --path c.pt --data d --beamm 5",
+            "fairseq-struct translate --path c.pt --data d --beamm 5",
             "unrecognized arguments: --beamm 5",
         ),
         ("python -m fairseq_struct.eval.score --hyp h --ref", "expected one argument"),
+        ("fairseq-struct scor --hyp h", "fairseq-struct: 'scor' is not a command"),
         (
             'fairseq-train data-bin --user-dir "$USER_DIR" --arch tp_transformer_tiny '
             "--task translation_morph --max-tokens 100 --role-bindng plain",

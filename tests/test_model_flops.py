@@ -13,7 +13,7 @@ from torch import nn
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-import fairseq_struct  # noqa: F401  (registers the archs)
+import fairseq_struct.plugin  # noqa: F401  (registers the archs)
 from fairseq_struct.modules.whole_word_attention import attention_energy_count
 from fairseq_struct.pieces.word_boundaries import word_start_lookup, word_structure
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary

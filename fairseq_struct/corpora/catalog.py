@@ -316,7 +316,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    from fairseq_struct.fixes.cli_logging import configure_logging
+    from fairseq_struct.cli_logging import configure_logging
 
     configure_logging()
     sys.exit(main())

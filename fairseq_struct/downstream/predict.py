@@ -63,7 +63,7 @@ def load(checkpoint: Path, data: Optional[str]) -> Tuple[Any, Any, Dict[str, Any
     """The fine-tuned model (eval mode), its task and the data directory's finetune.json."""
     from fairseq import checkpoint_utils
 
-    import fairseq_struct  # noqa: F401  (registers the tasks, models and the safe globals)
+    import fairseq_struct.plugin  # noqa: F401  (registers the tasks, models and the safe globals)
 
     overrides = {"data": data} if data else {}
     models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(

@@ -48,7 +48,7 @@ from fairseq_struct.downstream.features import (
     sentence_item,
     token_windows,
 )
-from fairseq_struct.fixes.cli_logging import configure_logging
+from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.morph.units import PretrainingUnits, UnitCutter
 from fairseq_struct.tagging.iob import iob1_to_iob2, split_tag
 

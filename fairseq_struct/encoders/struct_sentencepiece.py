@@ -3,7 +3,7 @@
 fairseq's own `--bpe sentencepiece` encodes a line as SentencePiece gives it and decodes by
 joining the pieces. The preparation (`fairseq_struct.morph.prepare`) does two things more,
 which this encoder does too, so that fairseq-interactive, the hub
-(`TPTransformerModel.from_pretrained(...).translate`) and `fairseq-struct-translate` see the
+(`TPTransformerModel.from_pretrained(...).translate`) and `fairseq-struct translate` see the
 same source tokens as training did and give the same plain text:
 
 - whitespace is normalised before encoding (one space between words, none at the edges: the

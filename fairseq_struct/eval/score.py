@@ -175,7 +175,7 @@ def _main_paired(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    from fairseq_struct.fixes.cli_logging import configure_logging
+    from fairseq_struct.cli_logging import configure_logging
 
     configure_logging()
     main()

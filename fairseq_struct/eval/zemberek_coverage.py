@@ -100,7 +100,7 @@ def main(argv: Optional[list[str]] = None) -> None:
 
 
 if __name__ == "__main__":
-    from fairseq_struct.fixes.cli_logging import configure_logging
+    from fairseq_struct.cli_logging import configure_logging
 
     configure_logging()
     main()

@@ -3,7 +3,7 @@
 Each module repairs one behaviour of the libraries as installed, without forking them: it
 replaces or wraps one function or adds one missing name, and the tests under `tests/fixes/`
 show the behaviour before and after (`grouped_steps` is not a repair: what the two optimizer
-repairs share). Importing `fairseq_struct` imports this package first.
+repairs share). `fairseq_struct.plugin` imports this package first.
 
 | module | what goes wrong without it | upstream |
 |---|---|---|
@@ -18,7 +18,6 @@ repairs share). Importing `fairseq_struct` imports this package first.
 | `multi_tensor_adafactor` | `Adafactor.step` (`--optimizer adafactor`, the paper's translation recipe) runs ~25 operations per parameter tensor: a third of a tiny TP-Transformer's CPU update, thousands of kernel launches a step on a GPU; grouped here (stacked matrices, `_foreach_*`) with fairseq's arithmetic and state | fairseq's answer is apex (facebookresearch/fairseq#940), which has no Adafactor |
 | `overflow_without_cuda` | `--fp16` on a machine without CUDA stops at its first gradient overflow: the trainer's overflow handler makes its zero norm with `.cuda()`; here the step is skipped and the scale lowered as on a GPU | none filed |
 | `stock_update` | not a repair: `FAIRSEQ_STRUCT_STOCK_UPDATE=1` puts fairseq's own update back (the four `multi_tensor_*` repairs off, the others on), and a training process logs which repairs are in force | – |
-| `cli_logging` | importing fairseq leaves the root logger at DEBUG, so library chatter floods the project's command lines; applied by each command line (`configure_logging()`), not on import | none filed |
 """
 
 from fairseq_struct.fixes import bf16_without_tpu  # noqa: F401

@@ -2,12 +2,12 @@
 
 fairseq's SequenceGenerator stops every hypothesis of a batch at max_len_a × (the batch's padded
 source width) + max_len_b, so a sentence's limit depends on the longest source batched with it:
-fairseq-generate's 12,000-token batches and fairseq-struct-translate's buffers cut a looping
+fairseq-generate's 12,000-token batches and fairseq-struct translate's buffers cut a looping
 hypothesis at different lengths, and a short sentence batched with a long one is barely limited.
 Here the ensemble also forces the end of sentence on each row once its own limit, max_len_a ×
 (its source length, end of sentence included) + max_len_b, is reached; the batch limit stays as
 fairseq computes it, the bound of them all. translation_morph builds this generator, so
-fairseq-generate, validation BLEU, the hub interface and fairseq-struct-translate decode alike.
+fairseq-generate, validation BLEU, the hub interface and fairseq-struct translate decode alike.
 """
 
 import math

@@ -58,7 +58,7 @@ def _tokenizer_config(directory: Path) -> Dict[str, Any]:
 
 def fairseq_arguments(data_dir: Path, layout: FairseqLayout, tokens: int) -> List[str]:
     """fairseq-train's arguments that build the imported model as a masked-LM run."""
-    import fairseq_struct
+    import fairseq_struct.plugin
 
     arguments = [
         str(data_dir),

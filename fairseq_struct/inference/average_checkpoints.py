@@ -1,10 +1,10 @@
 """Average the weights of fairseq checkpoints (pip users have no fairseq `scripts/`).
 
-    fairseq-struct-average-checkpoints --dir checkpoints --num-update-checkpoints 5 \\
+    fairseq-struct average-checkpoints --dir checkpoints --num-update-checkpoints 5 \\
         --output checkpoints/averaged.pt
-    fairseq-struct-average-checkpoints --dir checkpoints --num-epoch-checkpoints 5 --output ...
-    fairseq-struct-average-checkpoints --dir checkpoints --num-best-checkpoints 5 --output ...
-    fairseq-struct-average-checkpoints --inputs a.pt b.pt c.pt --output averaged.pt
+    fairseq-struct average-checkpoints --dir checkpoints --num-epoch-checkpoints 5 --output ...
+    fairseq-struct average-checkpoints --dir checkpoints --num-best-checkpoints 5 --output ...
+    fairseq-struct average-checkpoints --inputs a.pt b.pt c.pt --output averaged.pt
 
 (`python -m fairseq_struct.inference.average_checkpoints` is the same command.) The last N
 checkpoints by update or by epoch (fairseq's file names), the N best by the validation metric
@@ -14,7 +14,7 @@ the inputs' dtype; integer buffers as fairseq's script: the floor of the mean). 
 different architectures, parameter names or shapes are refused, naming the file.
 
 The output is a checkpoint for translating and evaluating (fairseq-generate, evaluate.sh,
-fairseq-struct-translate, the hub): the newest input's configuration and training state with
+fairseq-struct translate, the hub): the newest input's configuration and training state with
 the averaged weights, its optimizer state and stored validation metric left out (neither
 belongs to the new weights). To train on from it: `--restore-file averaged.pt
 --reset-optimizer`. Files are read through the project's safe loader (`fixes`).
@@ -24,19 +24,19 @@ import argparse
 import logging
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence
-
-import torch
-from fairseq import checkpoint_utils
-from torch import Tensor
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence
 
 from fairseq_struct.commands import program_name
 from fairseq_struct.corpus_io import atomic_writer
 from fairseq_struct.inference.checkpoint_selection import (
     SelectionError,
     best_checkpoints,
+    fairseq_checkpoint_utils,
     last_checkpoints,
 )
+
+if TYPE_CHECKING:  # torch loads with the first checkpoint: `--help` starts without it
+    from torch import Tensor
 
 logger = logging.getLogger(__name__)
 
@@ -57,11 +57,14 @@ def average_checkpoints(paths: Sequence[Path]) -> dict:
         AverageError: fewer than one path, or checkpoints that differ in architecture,
             parameter names or shapes.
     """
+    import torch
+
     if not paths:
         raise AverageError("no checkpoints to average")
+    checkpoint_utils = fairseq_checkpoint_utils()
     first_path = paths[0]
     first = checkpoint_utils.load_checkpoint_to_cpu(str(first_path))
-    first_params: Dict[str, Tensor] = first["model"]
+    first_params: Dict[str, "Tensor"] = first["model"]
     # A copy even where a parameter is float64 already: the sums must not alias the weights.
     sums = {name: tensor.to(torch.float64, copy=True) for name, tensor in first_params.items()}
     for path in paths[1:]:
@@ -91,6 +94,8 @@ def write_average(paths: Sequence[Path], output: Path) -> None:
     Raises:
         AverageError: as average_checkpoints.
     """
+    import torch
+
     state = average_checkpoints(paths)
     with atomic_writer(output) as file:
         torch.save(state, file)
@@ -103,8 +108,8 @@ def _check_same_model(path: Path, state: dict, first_path: Path, first: dict) ->
             f"{path}: architecture {arch}, but {first_path} is {first_arch}; only checkpoints "
             "of one model can be averaged"
         )
-    params: Dict[str, Tensor] = state["model"]
-    first_params: Dict[str, Tensor] = first["model"]
+    params: Dict[str, "Tensor"] = state["model"]
+    first_params: Dict[str, "Tensor"] = first["model"]
     missing = sorted(set(first_params) - set(params))
     extra = sorted(set(params) - set(first_params))
     if missing or extra:
@@ -199,7 +204,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    from fairseq_struct.fixes.cli_logging import configure_logging
+    from fairseq_struct.cli_logging import configure_logging
 
     configure_logging()
     sys.exit(main())

@@ -11,12 +11,19 @@ the value of --best-checkpoint-metric despite its name: BLEU for `translation_mo
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional
-
-from fairseq import checkpoint_utils
+from typing import Any, Dict, List, Optional
 
 EPOCH_PATTERN = r"checkpoint(\d+)\.pt"
 UPDATE_PATTERN = r"checkpoint_\d+_(\d+)\.pt"
+
+
+def fairseq_checkpoint_utils() -> Any:
+    """fairseq's `checkpoint_utils` with the plugin in place (its safe loader, its models),
+    imported when a checkpoint is first read: the command lines start without torch."""
+    import fairseq_struct.plugin  # noqa: F401
+    from fairseq import checkpoint_utils
+
+    return checkpoint_utils
 
 
 class SelectionError(ValueError):
@@ -36,7 +43,8 @@ def last_checkpoints(directory: Path, count: int, by: str) -> List[Path]:
     """The `count` newest checkpoints by update (`by="update"`) or epoch (`by="epoch"`),
     newest first (fairseq's own `checkpoint_paths`)."""
     pattern = UPDATE_PATTERN if by == "update" else EPOCH_PATTERN
-    found = [Path(path) for path in checkpoint_utils.checkpoint_paths(str(directory), pattern)]
+    paths = fairseq_checkpoint_utils().checkpoint_paths(str(directory), pattern)
+    found = [Path(path) for path in paths]
     if len(found) < count:
         kind = "checkpoint_<epoch>_<updates>.pt" if by == "update" else "checkpoint<epoch>.pt"
         raise SelectionError(
@@ -50,7 +58,7 @@ def last_checkpoints(directory: Path, count: int, by: str) -> List[Path]:
 def scored_checkpoint(path: Path) -> Optional[ScoredCheckpoint]:
     """The validation metric a checkpoint was saved with; None when it has none (saved
     without validation, e.g. --disable-validation)."""
-    state = checkpoint_utils.load_checkpoint_to_cpu(str(path))
+    state = fairseq_checkpoint_utils().load_checkpoint_to_cpu(str(path))
     value = state.get("extra_state", {}).get("val_loss")
     if value is None:
         return None

@@ -1,4 +1,4 @@
-"""The lines a user gives `fairseq-struct-translate`, read and cut as the model can take them.
+"""The lines a user gives `fairseq-struct translate`, read and cut as the model can take them.
 
 Every input line gives one output line, so nothing here drops a line:
 

@@ -1,8 +1,8 @@
 """Translate raw text with a trained model of the project: plain text in, plain text out.
 
-    fairseq-struct-translate --path checkpoints/checkpoint_best.pt --data data-bin/en-tr \\
+    fairseq-struct translate --path checkpoints/checkpoint_best.pt --data data-bin/en-tr \\
         --input news.en --output news.tr --beam 5
-    echo "I could not see them." | fairseq-struct-translate --path CKPT
+    echo "I could not see them." | fairseq-struct translate --path CKPT
 
 (`python -m fairseq_struct.inference.translate` is the same command.) One output line for
 every input line, in the input's order: an empty line gives an empty line, a line longer than
@@ -28,19 +28,21 @@ import sys
 import warnings
 from contextlib import ExitStack
 from itertools import islice
-from typing import BinaryIO, Iterable, List, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, BinaryIO, Iterable, List, Optional, Sequence, TextIO
 
 from fairseq_struct.commands import program_name
 from fairseq_struct.corpus_io import CorpusError, atomic_writer, count_lines
-from fairseq_struct.inference.source_lines import SourceLine, cut_line, read_source_lines
-from fairseq_struct.inference.translator import (
+from fairseq_struct.inference.decoding import (
     PRECISIONS,
     DecodingOptions,
     Hypothesis,
-    Translator,
     TranslatorError,
 )
+from fairseq_struct.inference.source_lines import SourceLine, cut_line, read_source_lines
 from fairseq_struct.progress import StageProgress
+
+if TYPE_CHECKING:  # the model code (torch, fairseq) loads when a translation starts
+    from fairseq_struct.inference.translator import Translator
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +124,7 @@ def format_line(number: int, nbest: List[List[Hypothesis]], width: int) -> List[
 
 
 def translate_stream(
-    translator: Translator,
+    translator: "Translator",
     lines: Iterable[str],
     name: str,
     output: TextIO,
@@ -184,6 +186,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.input != "-" and not os.path.isfile(args.input):
             raise TranslatorError(f"{args.input}: no such input file")
+        from fairseq_struct.inference.translator import Translator
+
         translator = Translator(checkpoint_paths(args.path), args.data, options)
         total = None if args.input == "-" else count_lines(args.input)
         with ExitStack() as stack:
@@ -207,7 +211,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    from fairseq_struct.fixes.cli_logging import configure_logging
+    from fairseq_struct.cli_logging import configure_logging
 
     configure_logging()
     sys.exit(main())

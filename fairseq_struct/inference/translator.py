@@ -13,7 +13,6 @@ output equals what `scripts/evaluate.sh` scores and what the hub's `translate` r
 import logging
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
@@ -27,41 +26,21 @@ from fairseq.tasks.translation import TranslationTask
 from fairseq_cli.generate import get_symbols_to_strip_from_output
 from omegaconf import open_dict
 
+import fairseq_struct.plugin  # noqa: F401  (the models and tasks a checkpoint names)
 from fairseq_struct.encoders.struct_sentencepiece import (
     StructSentencePiece,
     StructSentencePieceConfig,
+)
+from fairseq_struct.inference.decoding import (  # noqa: F401  (PRECISIONS: shared)
+    PRECISIONS,
+    DecodingOptions,
+    Hypothesis,
+    TranslatorError,
 )
 from fairseq_struct.inference.source_lines import SourceLine
 from fairseq_struct.morph.length_limit import decoding_limit
 
 logger = logging.getLogger(__name__)
-
-PRECISIONS = ("fp32", "fp16", "bf16")
-
-
-class TranslatorError(ValueError):
-    """A model or data directory that cannot translate; the message says which and why."""
-
-
-@dataclass(frozen=True)
-class DecodingOptions:
-    beam: int = 5
-    nbest: int = 1
-    lenpen: float = 1.0
-    # The longest hypothesis: max_len_a * source length + max_len_b; None for both: the data
-    # directory's fitted limit (morph.length_limit), else fairseq's 0 and 200.
-    max_len_a: Optional[float] = None
-    max_len_b: Optional[int] = None
-    max_tokens: Optional[int] = 12000  # fairseq-generate's default batches
-    batch_size: Optional[int] = None
-    cpu: bool = False
-    precision: str = "fp32"
-
-
-@dataclass(frozen=True)
-class Hypothesis:
-    text: str  # plain text
-    score: float  # fairseq's: the length-normalised log-probability, base 2 as in H- lines
 
 
 class Translator:

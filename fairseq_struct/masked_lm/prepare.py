@@ -61,7 +61,7 @@ from fairseq_struct.corpus_io import (
     count_lines,
     iter_documents,
 )
-from fairseq_struct.fixes.cli_logging import configure_logging
+from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
     ChunkResult,

@@ -64,7 +64,7 @@ from fairseq_struct.corpus_io import (
     iter_parallel,
     split_paths,
 )
-from fairseq_struct.fixes.cli_logging import configure_logging
+from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
     ChunkStats,

@@ -8,7 +8,7 @@ from fairseq import optim, options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from torch import nn
 
-import fairseq_struct
+import fairseq_struct.plugin
 from fairseq_struct.fixes.bf16_without_tpu import undo_bf16_implies_tpu
 
 

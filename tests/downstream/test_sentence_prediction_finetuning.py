@@ -24,7 +24,7 @@ from conftest import (
     venv_tool,
 )
 
-import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
+import fairseq_struct.plugin  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
 
 HEAD = "sentence_classification_head"  # fairseq's --classification-head-name default
 # bert_elmo (with the paper's 1,056 character filters) sat at the constant guess for ~5 epochs

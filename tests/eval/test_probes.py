@@ -10,7 +10,7 @@ import pytest
 import torch
 from fairseq.data import Dictionary
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.eval import probes
 from fairseq_struct.eval.probes import (
     AnalogyProbe,

@@ -25,7 +25,7 @@ transformers = pytest.importorskip(
     reason="the Hugging Face export needs the optional extras: pip install fairseq-struct[hf]",
 )
 
-import fairseq_struct  # noqa: E402,F401  (registers the models and tasks, allow-lists checkpoints)
+import fairseq_struct.plugin  # noqa: E402,F401  (registers the models and tasks, allow-lists checkpoints)
 from fairseq_struct.export import hf  # noqa: E402
 
 TOLERANCE = 1e-5

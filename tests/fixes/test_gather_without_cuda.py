@@ -8,7 +8,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from fairseq.distributed import utils as distributed_utils
 
-import fairseq_struct  # noqa: F401  (applies the fix)
+import fairseq_struct.plugin  # noqa: F401  (applies the fix)
 
 
 def _free_port() -> int:

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from fairseq.data import data_utils
 
-import fairseq_struct  # noqa: F401  (installs the fix)
+import fairseq_struct.plugin  # noqa: F401  (installs the fix)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from optimizer_steps import (
 )
 from torch.utils._python_dispatch import TorchDispatchMode
 
-import fairseq_struct  # noqa: F401  (applies the repair)
+import fairseq_struct.plugin  # noqa: F401  (applies the repair)
 from fairseq_struct.fixes.multi_tensor_adafactor import grouped_step, stock_step
 
 OPTIONS = {

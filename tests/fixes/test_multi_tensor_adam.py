@@ -14,7 +14,7 @@ from optimizer_steps import (
     take_steps,
 )
 
-import fairseq_struct  # noqa: F401  (applies the repair)
+import fairseq_struct.plugin  # noqa: F401  (applies the repair)
 from fairseq_struct.fixes.multi_tensor_adam import grouped_step, stock_step
 from fairseq_struct.testing.operation_count import count_kernel_operations
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 from fairseq import utils
 
-import fairseq_struct  # noqa: F401  (applies the repair)
+import fairseq_struct.plugin  # noqa: F401  (applies the repair)
 from fairseq_struct.fixes.multi_tensor_grad_norm import clip_grad_norm_, stock_clip_grad_norm_
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.testing.operation_count import count_kernel_operations

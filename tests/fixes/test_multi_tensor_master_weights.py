@@ -7,7 +7,7 @@ import pytest
 import torch
 from fairseq.optim.fp16_optimizer import FP16Optimizer, _FP16OptimizerMixin
 
-import fairseq_struct  # noqa: F401  (applies the repair)
+import fairseq_struct.plugin  # noqa: F401  (applies the repair)
 from fairseq_struct.fixes.multi_tensor_master_weights import stock_methods
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 from fairseq_struct.testing.fairseq_optimizers import build_fairseq_optimizer

@@ -4,7 +4,7 @@ import numpy as np
 import torch
 from fairseq.data import ListDataset, TokenBlockDataset
 
-import fairseq_struct  # noqa: F401  (installs numpy_compat)
+import fairseq_struct.plugin  # noqa: F401  (installs numpy_compat)
 
 
 def test_token_block_dataset_with_break_mode_eos():

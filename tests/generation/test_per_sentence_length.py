@@ -7,7 +7,7 @@ import pytest
 import torch
 from fairseq.sequence_generator import SequenceGenerator
 
-import fairseq_struct  # noqa: F401  (registers the models and tasks)
+import fairseq_struct.plugin  # noqa: F401  (registers the models and tasks)
 from fairseq_struct.generation.per_sentence_length import PerSentenceLengthGenerator
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 

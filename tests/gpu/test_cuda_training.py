@@ -14,7 +14,7 @@ import torch
 from conftest import requires_cuda, run_tool, tiny_mlm_train_args, tiny_train_args, venv_tool
 from fairseq import checkpoint_utils
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.modules.whole_word_attention import WholeWordAttention
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 

@@ -1,4 +1,4 @@
-"""fairseq-struct-translate (raw text in, text out) on a GPU: the demo model (conftest's
+"""fairseq-struct translate (raw text in, text out) on a GPU: the demo model (conftest's
 `demo_translation_run`, trained on the CPU) translates its test set on CUDA in fp32, bf16 and fp16,
 one line for every input line, and in fp32 scores as it does on the CPU (sacreBLEU within half a
 point: the same beams up to floating-point ties). Marked `cuda`: skipped without a GPU. On the lent

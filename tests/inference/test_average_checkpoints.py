@@ -1,4 +1,4 @@
-"""fairseq-struct-average-checkpoints on the demo model's checkpoints (conftest's
+"""fairseq-struct average-checkpoints on the demo model's checkpoints (conftest's
 `demo_translation_run`): the weights are the exact mean, the result loads with the project's
 safe loader and translates, mismatched checkpoints are refused naming the file, and the last or
 best checkpoints of a save directory are the ones chosen."""

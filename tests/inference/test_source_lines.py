@@ -1,4 +1,4 @@
-"""Input lines of fairseq-struct-translate: read strictly, never dropped, cut where too long."""
+"""Input lines of fairseq-struct translate: read strictly, never dropped, cut where too long."""
 
 import io
 import logging

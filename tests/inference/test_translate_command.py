@@ -1,4 +1,4 @@
-"""fairseq-struct-translate on the session's demo model (conftest's `demo_translation_run`, a
+"""fairseq-struct translate on the session's demo model (conftest's `demo_translation_run`, a
 tp_transformer_tiny trained by scripts/demo.sh and evaluated by scripts/evaluate.sh at beam 5):
 the three ways to translate agree line for line, every input line gets its output line, bad
 input names its line, and several checkpoints decode as fairseq's ensemble."""

@@ -1,4 +1,4 @@
-"""English→Inuktitut: fairseq-struct-translate reads the languages and the Morfessor-segmented
+"""English→Inuktitut: fairseq-struct translate reads the languages and the Morfessor-segmented
 SentencePiece model from an Inuktitut data directory and gives, line for line, what
 scripts/evaluate.sh gives for the same checkpoint: syllabics, no morpheme marks. The model is a
 few updates of tp_transformer_tiny on 200 pairs of the shared WMT20 sample (real syllabics; the

@@ -3,7 +3,7 @@ host synchronisation: the flat positions of the targets and the most words of a 
 
 import torch
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.pieces.word_boundaries import word_structure
 from fairseq_struct.tasks.masked_lm_struct import MaskedLMStructConfig, MaskedLMStructTask
 from fairseq_struct.testing.build_from_arch import build_model_from_arch

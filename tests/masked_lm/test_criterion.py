@@ -19,7 +19,7 @@ from conftest import tiny_mlm_task
 from fairseq import metrics
 from fairseq.data import Dictionary
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.criterions.masked_lm_struct import MaskedLMStructCriterion
 from fairseq_struct.tasks.masked_lm_struct import SENTENCE_PAIR_HEAD
 from fairseq_struct.testing.build_from_arch import build_model_from_arch

@@ -4,7 +4,7 @@ import pytest
 import torch
 from fairseq.data import Dictionary
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.modules.structural_position_embedding import subword_position_ids
 from fairseq_struct.pieces.word_boundaries import word_start_lookup, word_structure
 from fairseq_struct.testing.build_from_arch import build_model_from_arch

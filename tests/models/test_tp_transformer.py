@@ -5,7 +5,7 @@ import torch
 from fairseq.data import Dictionary
 from fairseq.sequence_generator import SequenceGenerator
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
 

@@ -19,7 +19,7 @@ import re
 import torch
 from conftest import DEMO_MLM_MAX_UPDATE
 
-import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
+import fairseq_struct.plugin  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
 
 
 def _last_valid_record(log: str) -> dict:

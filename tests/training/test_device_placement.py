@@ -20,7 +20,7 @@ from training_steps import (
     translation_batch,
 )
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.criterions.masked_lm_struct import MaskedLMStructCriterion
 from fairseq_struct.modules.token_classification_heads import HEAD_TYPES
 from fairseq_struct.tasks.masked_lm_struct import SENTENCE_PAIR_HEAD

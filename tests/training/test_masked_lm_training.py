@@ -16,7 +16,7 @@ from conftest import (
     venv_tool,
 )
 
-import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
+import fairseq_struct.plugin  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
 
 TINY_ROBERTA = [
     "--arch", "roberta", "--encoder-layers", "1", "--encoder-embed-dim", "64",

@@ -18,7 +18,7 @@ from conftest import (
     venv_tool,
 )
 
-import fairseq_struct  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
+import fairseq_struct.plugin  # noqa: F401  (allow-lists the classes fairseq checkpoints hold)
 
 
 def test_torchrun_two_processes_train_and_write_a_checkpoint(tiny_translation_data, tmp_path):

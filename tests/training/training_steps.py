@@ -9,7 +9,7 @@ from conftest import tiny_mlm_task
 from fairseq.criterions.sentence_prediction import SentencePredictionConfig
 from fairseq.data import Dictionary
 
-import fairseq_struct  # noqa: F401  (registers the models)
+import fairseq_struct.plugin  # noqa: F401  (registers the models)
 from fairseq_struct.criterions.extractive_qa import ExtractiveQACriterion
 from fairseq_struct.criterions.sentence_prediction_f1 import SentencePredictionF1Criterion
 from fairseq_struct.criterions.token_classification import TokenClassificationCriterion

@@ -1,5 +1,5 @@
-"""Every command line of the package is a console script (setup.py), and the installed script
-runs the same `main` as `python -m` (the ecosystem's conventions)."""
+"""One front door: `fairseq-struct COMMAND` (setup.py's one console script) runs every command
+line of the package, the same `main` as `python -m`, and `--help` lists them by group."""
 
 import json
 import re
@@ -36,32 +36,47 @@ def setup_console_scripts(monkeypatch) -> list:
     return captured["entry_points"]["console_scripts"]
 
 
-def test_every_command_line_module_has_a_console_script():
-    assert set(commands.COMMANDS.values()) == modules_with_a_main_block()
-
-
-def test_setup_installs_exactly_the_commands_and_each_resolves(monkeypatch):
-    scripts = setup_console_scripts(monkeypatch)
-    assert [line.split(" = ")[0] for line in scripts] == list(commands.COMMANDS)
-    assert {line.split(" = ")[1] for line in scripts} == {"fairseq_struct.commands:run"}
-
-
-def test_a_script_called_by_another_name_says_which_names_there_are(monkeypatch):
-    monkeypatch.setattr(sys, "argv", ["/usr/bin/fairseq-struct-nothing"])
-    with pytest.raises(SystemExit, match="fairseq-struct-nothing: not a fairseq-struct command"):
-        commands.run()
-
-
-def test_the_installed_script_gives_what_python_m_gives(tmp_path):
-    script = BIN / "fairseq-struct-score"
+def front_door(*arguments: str) -> subprocess.CompletedProcess:
+    script = BIN / commands.PROGRAM
     assert script.is_file(), f"{script} is missing: reinstall the package (make venv)"
+    return subprocess.run([str(script), *arguments], capture_output=True, text=True)
+
+
+def test_every_command_line_module_is_a_command_of_the_front_door():
+    assert set(commands.COMMANDS.values()) == modules_with_a_main_block()
+    names = [name for rows in commands.GROUPS.values() for name, _, _ in rows]
+    assert len(names) == len(set(names)) == len(commands.COMMANDS)
+
+
+def test_setup_installs_the_front_door_alone(monkeypatch):
+    assert setup_console_scripts(monkeypatch) == ["fairseq-struct = fairseq_struct.commands:main"]
+
+
+def test_help_lists_every_command_by_group_one_line_each():
+    result = front_door("--help")
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("usage: fairseq-struct COMMAND")
+    for group, rows in commands.GROUPS.items():
+        at = lines.index(f"{group}:")
+        for offset, (name, _, summary) in enumerate(rows, start=1):
+            assert lines[at + offset].split() == [name, *summary.split()]
+    assert front_door().returncode == 2  # no command: the list, and a usage error
+
+
+def test_an_unknown_command_is_named_with_the_list_of_commands():
+    result = front_door("scor", "--hyp", "h")
+    assert result.returncode == 2
+    assert result.stderr.startswith("fairseq-struct: 'scor' is not a command")
+    assert "  score " in result.stderr
+
+
+def test_the_front_door_gives_what_python_m_gives(tmp_path):
     hyp, ref = tmp_path / "hyp.txt", tmp_path / "ref.txt"
     hyp.write_text("Dün akşam o kitabı okudum.\nBiz dün akşam eve gittik.\n", encoding="utf-8")
     ref.write_text("Dün akşam o kitabı okudum.\nBen dün akşam eve gittim.\n", encoding="utf-8")
     arguments = ["--hyp", str(hyp), "--ref", str(ref), "--json"]
-    installed = subprocess.run(
-        [str(script), *arguments, str(tmp_path / "a.json")], capture_output=True, text=True
-    )
+    installed = front_door("score", *arguments, str(tmp_path / "a.json"))
     module = subprocess.run(
         [sys.executable, "-m", "fairseq_struct.eval.score", *arguments, str(tmp_path / "b.json")],
         capture_output=True,
@@ -75,12 +90,11 @@ def test_the_installed_script_gives_what_python_m_gives(tmp_path):
     assert 0 < first["scores"]["BLEU"]["score"] < 100
 
 
-def test_an_installed_script_names_itself_in_its_usage():
-    result = subprocess.run(
-        [str(BIN / "fairseq-struct-prepare"), "--help"], capture_output=True, text=True
-    )
+@pytest.mark.parametrize("command", ["prepare", "translate", "aso"])
+def test_a_command_names_itself_in_its_usage(command):
+    result = front_door(command, "--help")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.startswith("usage: fairseq-struct-prepare ")
+    assert result.stdout.startswith(f"usage: fairseq-struct {command} ")
 
 
 def test_fairseq_programs_are_found_as_the_shell_scripts_find_them(tmp_path, monkeypatch):
