@@ -43,7 +43,7 @@ def front_door(*arguments: str) -> subprocess.CompletedProcess:
 
 
 def test_every_command_line_module_is_a_command_of_the_front_door():
-    assert set(commands.COMMANDS.values()) == modules_with_a_main_block()
+    assert set(commands.COMMANDS.values()) == modules_with_a_main_block() - {"fairseq_struct"}
     names = [name for rows in commands.GROUPS.values() for name, _, _ in rows]
     assert len(names) == len(set(names)) == len(commands.COMMANDS)
 

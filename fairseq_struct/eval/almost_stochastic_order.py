@@ -116,6 +116,27 @@ def check_scores(system: SystemScores) -> None:
         raise ScoresError(f"{system.source}: {system.name} has non-finite scores {bad}")
 
 
+def _deepsig_aso() -> Any:
+    """deepsig's `aso`, imported when a test runs (it loads pandas and joblib). deepsig's package
+    imports torch only to accept torch tensors, which this module never passes: unless torch is
+    loaded already, its import fails on purpose while deepsig's own modules load (deepsig
+    expects that), so ASO starts without torch. Its dependencies load first, unblocked (scipy
+    looks for torch among the loaded modules)."""
+    import joblib  # noqa: F401
+    import pandas  # noqa: F401
+    import scipy.stats  # noqa: F401
+
+    blocked = "torch" not in sys.modules
+    if blocked:
+        sys.modules["torch"] = None  # type: ignore[assignment]  (import torch: ImportError)
+    try:
+        from deepsig import aso
+    finally:
+        if blocked:
+            del sys.modules["torch"]
+    return aso
+
+
 def eps_min(
     scores_a: Sequence[float],
     scores_b: Sequence[float],
@@ -124,7 +145,7 @@ def eps_min(
     seed: int = DEFAULT_SEED,
 ) -> float:
     """ε_min(A, B) of deepsig's `aso`: small when A's scores are stochastically larger."""
-    from deepsig import aso  # imports pandas and joblib: only when a test runs
+    aso = _deepsig_aso()
 
     # deepsig seeds numpy's global generator; a caller's random stream must not depend on it.
     state = np.random.get_state()

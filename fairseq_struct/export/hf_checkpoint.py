@@ -91,7 +91,9 @@ def load_checkpoint(path: Path, data: Optional[str] = None) -> FairseqCheckpoint
     the dictionary: the checkpoint's own, or `data`)."""
     from fairseq import checkpoint_utils
 
-    import fairseq_struct.plugin  # noqa: F401  (registers the models, tasks and safe globals)
+    import fairseq_struct
+
+    fairseq_struct.register()  # the models, tasks and safe globals a checkpoint names
 
     overrides = {"data": data} if data else {}
     try:

@@ -20,7 +20,9 @@ UPDATE_PATTERN = r"checkpoint_\d+_(\d+)\.pt"
 def fairseq_checkpoint_utils() -> Any:
     """fairseq's `checkpoint_utils` with the plugin in place (its safe loader, its models),
     imported when a checkpoint is first read: the command lines start without torch."""
-    import fairseq_struct.plugin  # noqa: F401
+    import fairseq_struct
+
+    fairseq_struct.register()
     from fairseq import checkpoint_utils
 
     return checkpoint_utils

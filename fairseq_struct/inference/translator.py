@@ -26,7 +26,7 @@ from fairseq.tasks.translation import TranslationTask
 from fairseq_cli.generate import get_symbols_to_strip_from_output
 from omegaconf import open_dict
 
-import fairseq_struct.plugin  # noqa: F401  (the models and tasks a checkpoint names)
+import fairseq_struct
 from fairseq_struct.encoders.struct_sentencepiece import (
     StructSentencePiece,
     StructSentencePieceConfig,
@@ -40,6 +40,7 @@ from fairseq_struct.inference.decoding import (  # noqa: F401  (PRECISIONS: shar
 from fairseq_struct.inference.source_lines import SourceLine
 from fairseq_struct.morph.length_limit import decoding_limit
 
+fairseq_struct.register()  # the models and tasks a checkpoint names
 logger = logging.getLogger(__name__)
 
 

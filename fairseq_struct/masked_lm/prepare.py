@@ -52,6 +52,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
+from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.corpus_io import (
     CorpusError,
     DocumentsReport,
@@ -61,7 +62,6 @@ from fairseq_struct.corpus_io import (
     count_lines,
     iter_documents,
 )
-from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
     ChunkResult,

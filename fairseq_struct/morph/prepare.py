@@ -51,6 +51,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
+from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.commands import program_name
 from fairseq_struct.corpus_io import (
     LONG_WORD_CHARS,
@@ -64,7 +65,6 @@ from fairseq_struct.corpus_io import (
     iter_parallel,
     split_paths,
 )
-from fairseq_struct.cli_logging import configure_logging
 from fairseq_struct.morph import chunk_encoding
 from fairseq_struct.morph.chunk_store import (
     ChunkStats,

@@ -8,8 +8,10 @@ from fairseq import optim, options
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from torch import nn
 
-import fairseq_struct.plugin
+import fairseq_struct
 from fairseq_struct.fixes.bf16_without_tpu import undo_bf16_implies_tpu
+
+fairseq_struct.register()  # the repairs, as under fairseq-train --user-dir
 
 
 def build_fairseq_optimizer(params: List[nn.Parameter], flags: List[str]) -> optim.FairseqOptimizer:

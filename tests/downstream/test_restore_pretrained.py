@@ -131,7 +131,7 @@ def test_pretrained_weights_load_into_the_fine_tuning_model(
 
 
 def test_prediction_gives_bert_elmo_new_words_their_own_character_embedding():
-    from fairseq_struct.downstream.predict import add_unseen_words
+    from fairseq_struct.downstream.prediction import add_unseen_words
     from fairseq_struct.testing.build_from_arch import build_model_from_arch, joined_dictionary
 
     dictionary = joined_dictionary(20)

@@ -11,23 +11,25 @@ import torch
 from fairseq.data import Dictionary
 
 import fairseq_struct.plugin  # noqa: F401  (registers the models)
-from fairseq_struct.eval import probes
-from fairseq_struct.eval.probes import (
+from fairseq_struct.eval.probes import main as probes_main
+from fairseq_struct.eval.probes.format import (
     AnalogyProbe,
-    ContextEncoder,
     ContextualityProbe,
-    EncodedContext,
     ProbeError,
     QueryWord,
+    WordAt,
     WugProbe,
-    analogy_query,
-    answer_analogy,
-    context_words,
-    outlier_p_value,
     parse_probes,
-    replace_word,
-    turkish_lower,
 )
+from fairseq_struct.eval.probes.runner import (
+    ContextEncoder,
+    EncodedContext,
+    run_analogy,
+    run_contextuality,
+    run_wug,
+)
+from fairseq_struct.eval.probes.statistics import analogy_query, answer_analogy, outlier_p_value
+from fairseq_struct.eval.probes.words import context_words, replace_word, turkish_lower
 from fairseq_struct.morph.units import unit_spans
 from fairseq_struct.testing.build_from_arch import build_model_from_arch
 
@@ -275,7 +277,7 @@ def test_analogy_takes_words_from_their_contexts_and_answers_from_the_compared_o
         "query: kral - erkek + prens@2 = prenses\n",
         "p.txt",
     )
-    result = probes.run_analogy(probe, StubEncoder(vectors), top=5)
+    result = run_analogy(probe, StubEncoder(vectors), top=5)
     query = e[0] + e[2]
     assert result["answer"] == "prenses" and result["correct"] is True
     assert result["similarity"] == pytest.approx(2 / math.sqrt(2 * 2.25), abs=1e-6)
@@ -298,7 +300,7 @@ def test_contextuality_compares_the_target_with_every_other_context():
         f"[contextuality dil]\nword: dil\ntarget: {target}\ndifferent: {other}\nsame: {control}\n",
         "p.txt",
     )
-    rows = probes.run_contextuality(probe, StubEncoder(vectors))
+    rows = run_contextuality(probe, StubEncoder(vectors))
     assert [(r["compared"], r["sense"]) for r in rows] == [
         ("dil (different 1)", "different"),
         ("dil (same 1)", "same"),
@@ -318,7 +320,7 @@ def test_wug_compares_from_the_word_and_from_wug_of_context_1():
         "güzel": torch.ones(2),
     }
     (probe,) = parse_probes(f"[wug barış]\nword: barış\ncontext: {one}\ncontext: {two}\n", "p")
-    rows = probes.run_wug(probe, StubEncoder(vectors), top=3)
+    rows = run_wug(probe, StubEncoder(vectors), top=3)
     pairs = [(r["from"], r["to"], round(r["similarity"], 6)) for r in rows]
     half = round(1 / math.sqrt(2), 6)
     assert pairs == [
@@ -410,7 +412,7 @@ def test_bert_elmo_embeds_a_word_outside_its_dictionary_from_characters():
     torch.testing.assert_close(vector, features[0, 1], atol=1e-5, rtol=1e-5)
 
     encoder = ContextEncoder(model, dictionary, WordCutter())
-    occurrence = probes.WordAt("Wug", text, 0)
+    occurrence = WordAt("Wug", text, 0)
     assert "embedded from characters" in encoder.units_note(occurrence)[1]
     rest = [dictionary.index(w) for w in text.split()[1:]]
     unknown = torch.tensor([[dictionary.bos(), dictionary.unk()] + rest + [dictionary.eos()]])
@@ -425,7 +427,7 @@ def test_bert_elmo_embeds_a_word_outside_its_dictionary_from_characters():
 def test_cli_reports_a_missing_word_with_file_and_line(tmp_path, capsys):
     probe_file = tmp_path / "p.txt"
     probe_file.write_text("[contextuality yüz]\nword: yüz\ntarget: Yüzme.\nsame: Yüz.\n", "utf8")
-    code = probes.main(["none.pt", "--data", str(tmp_path), "--probes", str(probe_file)])
+    code = probes_main(["none.pt", "--data", str(tmp_path), "--probes", str(probe_file)])
     assert code == 1
     error = capsys.readouterr().err
     assert f"{probe_file}:2: contextuality probe 'yüz': the word 'yüz' is not in target" in error
@@ -442,7 +444,7 @@ def test_cli_on_the_demo_checkpoints(model, data, demo_mlm_run, tmp_path, capsys
     out = tmp_path / "probes.json"
     demo_probes = PROBE_FILES / "probes_demo_tr.txt"
     argv = [str(checkpoint), "--data", str(demo / data), "--probes", str(demo_probes)]
-    assert probes.main(argv + ["--json", str(out)]) == 0
+    assert probes_main(argv + ["--json", str(out)]) == 0
     printed = capsys.readouterr().out
     for header in ("analogy", "contextuality", "wug", "probe words", "one-sided t prediction"):
         assert header in printed

@@ -26,7 +26,7 @@ transformers = pytest.importorskip(
 )
 
 import fairseq_struct.plugin  # noqa: E402,F401  (registers the models and tasks, allow-lists checkpoints)
-from fairseq_struct.export import hf  # noqa: E402
+from fairseq_struct.export import hf, hf_directory  # noqa: E402
 
 TOLERANCE = 1e-5
 MLM_TASK = ["--task", "masked_lm_struct", "--criterion", "masked_lm_struct"]
@@ -211,7 +211,7 @@ def test_bert2d_of_fairseq_train_matches_fairseq_with_multi_piece_words(
     assert type(encoder).__name__ == "StructEncoderModel"
     assert_encoder_matches(model, encoder, ids, pad, all_positions=True)
 
-    report = json.loads((bert2d_export / hf.EXPORT_REPORT).read_text())
+    report = json.loads((bert2d_export / hf_directory.EXPORT_REPORT).read_text())
     assert report["remote_code"] and report["units"] == "pieces" and report["mode"] == "bpe"
     assert report["parity_max_abs_difference"]["logits"] <= TOLERANCE
 

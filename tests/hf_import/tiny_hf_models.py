@@ -284,7 +284,7 @@ def turkish_lines(count: int = 4000) -> List[str]:
 def build_tiny_models(root: Path) -> None:
     """root/hf/NAME: a tiny random model of every supported class; root/imported/NAME: its
     import."""
-    from fairseq_struct.hf_import.cli import import_model
+    from fairseq_struct.hf_import.importer import import_model
 
     lines = turkish_lines()
     cased = wordpiece_tokenizer(lines, root / "vocab-cased", lowercase=False)

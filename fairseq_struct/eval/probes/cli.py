@@ -1,4 +1,4 @@
-"""The probes' command line: `python -m fairseq_struct.eval.probes` and `fairseq-struct-probes`.
+"""The probes' command line: `fairseq-struct probes` and `python -m fairseq_struct.eval.probes`.
 
     python -m fairseq_struct.eval.probes CHECKPOINT --data DATA_DIR --probes PROBE_FILE \\
         [--layer -1] [--second-segment TEXT] [--top 5] [--json probes.json]
@@ -16,9 +16,6 @@ from typing import Any, Dict, Optional, Sequence
 
 from fairseq_struct.commands import program_name
 from fairseq_struct.eval.probes.format import ProbeError, read_probes
-from fairseq_struct.eval.probes.report import tables
-from fairseq_struct.eval.probes.runner import load_encoder, run_probes
-from fairseq_struct.eval.probes.statistics import P_VALUE_TEST
 
 # The first line of --help (what the one-module command said).
 DESCRIPTION = (
@@ -51,6 +48,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
+    # torch and fairseq load with the model, after the arguments.
+    from fairseq_struct.eval.probes.report import tables
+    from fairseq_struct.eval.probes.runner import load_encoder, run_probes
+
     try:
         probes = read_probes(args.probes)
         encoder, description = load_encoder(
@@ -74,6 +75,8 @@ def write_json(
     path: Path, args: argparse.Namespace, description: str, layer: int, results: Dict[str, Any]
 ) -> None:
     """Every result, with what produced it (checkpoint, model, layer, probe file, test)."""
+    from fairseq_struct.eval.probes.statistics import P_VALUE_TEST
+
     report = {
         "checkpoint": str(args.checkpoint),
         "model": description,

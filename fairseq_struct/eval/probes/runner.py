@@ -276,7 +276,9 @@ def load_encoder(
 ) -> Tuple[ContextEncoder, str]:
     from fairseq import checkpoint_utils
 
-    import fairseq_struct.plugin  # noqa: F401  (registers the models, tasks and safe globals)
+    import fairseq_struct
+
+    fairseq_struct.register()  # the models, tasks and safe globals a checkpoint names
     from fairseq_struct.morph.units import PretrainingUnits, UnitCutter
 
     units = PretrainingUnits.from_data_dir(data)
