@@ -376,6 +376,25 @@ def test_suite_cpu_benchmark_compares_two_runs_and_takes_an_inventory(tmp_path):
     assert records[1]["cpu_s"] >= 0.5
 
 
+def test_command_startup_benchmark_line_is_consistent():
+    (figures,) = run_benchmark(
+        "bench_command_startup.py", "--repeats", "1", "--commands", "score", "predict"
+    )
+    assert set(figures["help_cpu_s"]) == {"score", "predict"}
+    assert set(figures["model_free_run_cpu_s"]) == {"score"}  # predict needs a model
+    slowest = max(figures["slowest_help_cpu_s"], figures["slowest_model_free_run_cpu_s"])
+    assert figures["slowest_help_cpu_s"] == max(figures["help_cpu_s"].values())
+    # the figures are rounded before the quotient is taken
+    assert figures["slowest_over_baseline"] == round(
+        slowest / figures["baseline_plugin_import_cpu_s"], 3
+    )
+    over = {f"{name} --help": s for name, s in figures["help_cpu_s"].items() if s > 0.5}
+    over.update(
+        {f"{name} run": s for name, s in figures["model_free_run_cpu_s"].items() if s > 0.5}
+    )
+    assert figures["over_goal"] == over
+
+
 def test_hf_import_benchmark_line_is_consistent():
     (figures,) = run_benchmark(
         "bench_hf_import.py", "--layers", "1", "--hidden-size", "64", "--vocab-size", "500",

@@ -12,8 +12,12 @@ from pathlib import Path
 from typing import List
 
 import pytest
+from conftest import REPO_ROOT
 
 from fairseq_struct.commands import COMMANDS
+
+sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+from bench_command_startup import model_free_runs  # noqa: E402  (the runs it times)
 
 # A module of torch or fairseq loaded (an import of the bare name that fails, as deepsig tries
 # one, loads nothing).
@@ -60,28 +64,6 @@ def demo_corpus(tmp_path_factory) -> Path:
     arguments = ["demo-corpus", "--out-dir", str(out), "--train", "300"]
     assert heavy_imports([*arguments, "--valid", "30", "--test", "30"], out) == []
     return out
-
-
-def model_free_runs(demo: Path, out: Path) -> dict:
-    train, test = demo / "train", demo / "test"
-    scores = ["--scores-a", "0.61", "0.62", "0.60", "0.63", "0.64"]
-    return {
-        "demo-labelled": ["--out-dir", str(out / "labelled"), "--train-sentences", "200",
-                          "--valid-sentences", "5", "--test-sentences", "5"],
-        "score": ["--hyp", f"{test}.tr", "--ref", f"{test}.tr"],
-        "density-buckets": ["--segmented-ref", f"{test}.tr", "--ref", f"{test}.tr",
-                            "--system", f"same={test}.tr", "--out-dir", str(out / "buckets")],
-        "corpus-stats": ["--segmented", f"{train}.tr"],
-        "complexity": [f"{train}.tr"],
-        "clean-corpus": ["--src", f"{train}.en", "--tgt", f"{train}.tr",
-                         "--out-prefix", str(out / "clean")],
-        "splits": ["--src", f"{train}.en", "--tgt", f"{train}.tr", "--out-dir",
-                   str(out / "splits"), "--subset", "small=100,20,20"],
-        "aso": [*scores, "--scores-b", "0.58", "0.59", "0.57", "0.60", "0.58",
-                "--num-bootstrap-iterations", "50"],
-        "prepare": ["--train", str(train), "--valid", str(demo / "valid"), "--test", str(test),
-                    "--mode", "bpe", "--vocab-size", "200", "--out-dir", str(out / "prepared")],
-    }  # fmt: skip
 
 
 def test_the_commands_that_need_no_model_run_without_torch_or_fairseq(demo_corpus, tmp_path):
