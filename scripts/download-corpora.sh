@@ -19,8 +19,11 @@
 #   --ratio R            largest token ratio between the sides (default 9, as in Moses)
 #   --dedup              also remove exact duplicate pairs from the training data
 #   --seed N             seed of the OpenSubtitles subsets (default 1)
+#   --check-options      check the options, then stop without running anything (first argument)
 # Downloads resume where they stopped; run the script again after an interruption.
 set -euo pipefail
+check_only=0  # --check-options
+if [[ "${1:-}" == --check-options ]]; then check_only=1; shift; fi
 
 # The comment block above, without the source that follows it.
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
@@ -50,7 +53,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "download-corpora.sh: unknown option '$1'" >&2; usage 2 ;;
   esac
 done
-[[ "${FAIRSEQ_STRUCT_CHECK_OPTIONS:-}" != 1 ]] || exit 0  # options parsed: the suite's docs check stops here
+[[ "$check_only" == 0 ]] || exit 0  # --check-options: the options are valid
 
 fetch() { "$PYTHON" -m fairseq_struct.corpora.catalog fetch "$1" --out "$OUT"; }
 clean() {  # clean SRC TGT OUT_PREFIX

@@ -7,6 +7,8 @@
 # turned back into plain words (pieces joined, morpheme boundary marks removed) and scored
 # against the untouched reference file.
 set -euo pipefail
+check_only=0  # --check-options
+if [[ "${1:-}" == --check-options ]]; then check_only=1; shift; fi
 
 usage() {
     cat <<'EOF'
@@ -25,6 +27,7 @@ Options:
   --task T          fairseq task (default translation_morph)
   --user-dir DIR    plugin directory (default: the installed or checked-out fairseq_struct)
   -h, --help        show this help
+  --check-options   check the options, then stop without running anything (first argument)
 Arguments after -- go to fairseq-generate unchanged (e.g. -- --cpu --lenpen 1.2).
 Hypotheses stop at the length limit that scripts/prepare-*.sh fitted to the training pairs
 (DATA_BIN/prepare_report.json's decoding_length, as validation decodes), unless --max-len-a or
@@ -63,7 +66,7 @@ while [[ $# -gt 0 ]]; do
         *) echo "evaluate.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
-[[ "${FAIRSEQ_STRUCT_CHECK_OPTIONS:-}" != 1 ]] || exit 0  # options parsed: the suite's docs check stops here
+[[ "$check_only" == 0 ]] || exit 0  # --check-options: the options are valid
 
 IFS=: read -r -a checkpoints <<<"$checkpoint"
 for input in "$data_bin" "${checkpoints[@]}" "$reference"; do

@@ -17,12 +17,15 @@
 #   --gpus N           training processes (default 1)
 #   --profile NAME     train-en-tr.sh profile, paper or cpu (default paper)
 #   --cpu              train and evaluate on the CPU
+#   --check-options    check the options, then stop without running anything (first argument)
 # Each step is skipped when its output exists, so an interrupted recipe can be run again.
 #
 # Fine-tuning must see the pretrained model's vocabulary: SETimes is encoded with the
 # OpenSubtitles spm.model and binarized with its dictionaries (prepare-en-tr.sh --spm-model
 # --dict, i.e. fairseq-preprocess --srcdict --tgtdict).
 set -euo pipefail
+check_only=0  # --check-options
+if [[ "${1:-}" == --check-options ]]; then check_only=1; shift; fi
 
 # The comment block above, without the source that follows it.
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit "${1:-0}"; }
@@ -50,7 +53,7 @@ while [[ $# -gt 0 ]]; do
     *) echo "recipe-transfer-en-tr.sh: unknown option '$1'" >&2; usage 2 ;;
   esac
 done
-[[ "${FAIRSEQ_STRUCT_CHECK_OPTIONS:-}" != 1 ]] || exit 0  # options parsed: the suite's docs check stops here
+[[ "$check_only" == 0 ]] || exit 0  # --check-options: the options are valid
 WORK="${WORK:-work/transfer-$SIZE-$MODE}"
 PRETRAIN_RAW="$RAW/opensubtitles-en-tr/$SIZE"
 SETIMES_TRAIN="$RAW/setimes-en-tr/train"

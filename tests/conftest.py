@@ -106,6 +106,9 @@ def venv_tool(name: str) -> str:
 # pytest-xdist's workers inherit the directory from the process that starts them, so that they
 # share the servers (each costs 6-9 s of CPU to start: its imports, Zemberek's morphology).
 _preloaded: Dict[Path, PreloadedPython] = {}  # by the socket each listens at
+# FAIRSEQ_STRUCT_TEST_PLAIN_PROCESSES=1: no server and no stand-ins; every command the suite
+# starts is a plain new process, as on a user's machine (slower: each pays its own imports).
+PLAIN_PROCESSES = os.environ.get("FAIRSEQ_STRUCT_TEST_PLAIN_PROCESSES") == "1"
 SHARED_SERVERS_VARIABLE = "PYTEST_FAIRSEQ_STRUCT_SERVERS"  # PYTEST_*: not a nested suite's
 if os.environ.get(SHARED_SERVERS_VARIABLE):
     _PRELOADED_DIR, _OWN_PRELOADED_DIR = Path(os.environ[SHARED_SERVERS_VARIABLE]), False
@@ -151,8 +154,8 @@ def run_tool(
     fairseq already (`PreloadedPython`); the project's scripts, run here or by the command, find
     stand-ins that do the same (`script_environment`)."""
     env = script_environment(env)
-    server = preloaded_server(env)
-    if server.handles(args, env):
+    server = None if PLAIN_PROCESSES else preloaded_server(env)
+    if server is not None and server.handles(args, env):
         result = server.run(args, cwd=cwd, env=env, timeout=timeout)
     else:
         result = subprocess.run(
@@ -172,6 +175,8 @@ def script_environment(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     servers (preloaded_tool.py). The servers for the scripts' own setting (the preparations'
     PYTHONHASHSEED=0) start here."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore", **(env or {})}
+    if PLAIN_PROCESSES:  # the scripts find the interpreter's own programs (scripts/lib/tools.sh)
+        return dict(env, FAIRSEQ_STRUCT_TOOLS=str(Path(sys.executable).parent))
     tools = _PRELOADED_DIR / "tools"
     if not tools.exists():  # written aside and renamed: another worker may be writing them too
         written = write_stand_ins(Path(tempfile.mkdtemp(dir=_PRELOADED_DIR)), sys.executable)
@@ -190,6 +195,8 @@ def python_stand_in(env: Optional[Dict[str, str]] = None) -> Tuple[str, Dict[str
     environment to start it with: a stand-in that forks the command from the preloaded server
     (`script_environment`), so that a process of its own costs no imports."""
     env = script_environment(env)
+    if PLAIN_PROCESSES:
+        return sys.executable, env
     return str(Path(env["FAIRSEQ_STRUCT_TOOLS"]) / "python3"), env
 
 

@@ -12,7 +12,7 @@ arguments left out (a command with `...` may then lack a required one). Checked:
 - fairseq's programs with `--user-dir`: fairseq's parser of that program with the plugin's
   models, tasks and their options (`options.parse_args_and_arch`);
 - `scripts/*.sh`: the file exists, and the script parses its options and stops there
-  (FAIRSEQ_STRUCT_CHECK_OPTIONS=1).
+  (`--check-options`, which every script takes first).
 """
 
 import argparse
@@ -204,9 +204,8 @@ def check_script(script: Path, argv: List[str], elided: bool) -> Optional[str]:
     if not script.is_file():
         return f"{script.relative_to(REPO_ROOT)} does not exist"
     result = subprocess.run(
-        ["bash", str(script), *argv],
+        ["bash", str(script), "--check-options", *argv],
         cwd=REPO_ROOT,
-        env=dict(os.environ, FAIRSEQ_STRUCT_CHECK_OPTIONS="1"),
         capture_output=True,
         text=True,
         timeout=60,
