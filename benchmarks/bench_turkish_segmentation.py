@@ -10,7 +10,7 @@ The reference is `analyze_and_disambiguate(line).best_analysis()` line by line; 
 `TurkishSegmenter.segment_many` on blocks of 250 lines (as `segment_lines` works in batches)
 starting with empty caches ("cold": every word type of the file is analysed once, so its rate
 grows with the length of the file) and then the same lines again ("warm"). Building Zemberek
-(~10 s) is excluded on both sides. The file is cut into blocks that both sides segment in
+(seconds) is excluded on both sides. The file is cut into blocks that both sides segment in
 turns, so that load from other processes hits both alike; with
 --reference-lines N < --lines, the reference segments an evenly spread sample of N lines and
 its rate per token stands for the whole file (`reference_sampled` says so). Every line

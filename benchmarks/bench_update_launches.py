@@ -19,9 +19,10 @@ repairs (fairseq_struct/fixes), for the figures before them.
 
 The batch is small (--batch-size 4 --sentence-len 8 by default): the counts of a Transformer do
 not depend on it, nor on the widths (`--widths small`: d_model 32, ffn 64, 8 heads of 4, the
-arch's layers; the same counts as the arch's own widths, 1,336 / 1,080 with Adam, in a second
-instead of a minute: what tests/training/test_update_launches.py runs). Precision `bf16` (default) is fairseq-train --bf16 (bf16 weights, fp32 master
-weights in fairseq's FP16Optimizer); `fp32` is the optimizer directly.
+arch's layers; the same counts as the arch's own widths, in a second instead of a minute: what
+tests/training/test_update_launches.py runs). Precision `bf16` (default) is fairseq-train
+--bf16 (bf16 weights, fp32 master weights in fairseq's FP16Optimizer); `fp32` is the optimizer
+directly. Figures: benchmarks/README.md.
 
     .venv/bin/python benchmarks/bench_update_launches.py
     .venv/bin/python benchmarks/bench_update_launches.py --precision fp32 --optimizers adam

@@ -1,12 +1,12 @@
 """fairseq's Adafactor with a number of operations that does not grow with the parameters.
 
 fairseq's `Adafactor.step` updates its parameters one tensor at a time: about 25 operations per
-tensor (7,700 for the 313 tensors of tp_transformer_base), each a kernel launch on a GPU and a
-dispatch on a CPU, where the tensors are small enough for the dispatches to cost more than the
-arithmetic (58 of the 175 ms of a tp_transformer_tiny update of 512 tokens). It is the paper's
-translation optimizer (`scripts/train-en-tr.sh`). Here the same step runs on groups: the
-factored tensors (matrices) stacked by shape, so that their row and column statistics are one
-batched reduction, and the others through torch's multi-tensor `_foreach_*` operations.
+tensor, each a kernel launch on a GPU and a dispatch on a CPU, where small tensors make the
+dispatches cost more than the arithmetic (benchmarks/bench_update_launches.py counts them;
+figures in benchmarks/README.md). It is the paper's translation optimizer
+(`scripts/train-en-tr.sh`). Here the same step runs on groups: the factored tensors (matrices)
+stacked by shape, so that their row and column statistics are one batched reduction, and the
+others through torch's multi-tensor `_foreach_*` operations.
 
 The arithmetic is fairseq's, operation for operation (only the order of the float sums inside a
 reduction may differ); the optimizer state keeps fairseq's layout (per parameter: `step`,

@@ -2,17 +2,17 @@
 parameters.
 
 Without apex, `FairseqAdam` runs fairseq's own `Adam.step`: about 11 operations per parameter
-tensor (3,445 for the 313 tensors of tp_transformer_base), each a kernel launch on a GPU
-(fairseq's answer is apex's FusedAdam, facebookresearch/fairseq#940). Here the same operations,
-in fairseq's order, run through torch's multi-tensor `_foreach_*` operations, once per group of
-tensors that share a device and a step count: 8 operations a step (9 with `--amsgrad`, 10 with
-weight decay), whatever the number of tensors.
+tensor, each a kernel launch on a GPU (fairseq's answer is apex's FusedAdam,
+facebookresearch/fairseq#940; benchmarks/bench_update_launches.py counts the launches). Here the
+same operations, in fairseq's order, run through torch's multi-tensor `_foreach_*` operations,
+once per group of tensors that share a device and a step count: 8 operations a step (9 with
+`--amsgrad`, 10 with weight decay), whatever the number of tensors.
 
 Not torch's fused Adam kernel: it folds fairseq's `eps` and decoupled weight decay in another
-order, and the rounding differences it makes at every step grow, in a small model's 100 updates,
-into losses 1e-3 apart; these operations give fairseq's numbers bit for bit on a CPU. The
-optimizer state keeps fairseq's layout (`step` an int, `exp_avg`, `exp_avg_sq`,
-`max_exp_avg_sq` with `--amsgrad`), so checkpoints move between the two in both directions.
+order, and the rounding differences it makes at every step grow over training; these operations
+give fairseq's numbers bit for bit on a CPU. The optimizer state keeps fairseq's layout (`step`
+an int, `exp_avg`, `exp_avg_sq`, `max_exp_avg_sq` with `--amsgrad`), so checkpoints move between
+the two in both directions.
 Half-precision parameters (`--memory-efficient-fp16/bf16`, whose fp32 moments fairseq converts
 tensor by tensor) keep fairseq's step; `--fp16` / `--bf16` give the optimizer fp32 master
 weights and take this path.

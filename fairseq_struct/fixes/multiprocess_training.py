@@ -17,7 +17,7 @@ the command line, before it sets up distributed training):
 
 Every other launch goes through fairseq's functions unchanged.
 
-    torchrun --nproc_per_node 2 $(which fairseq-train) data-bin/en-tr \
+    torchrun --nproc_per_node 2 $(which fairseq-train) data-bin/en-tr \\
         --user-dir fairseq_struct --cpu --distributed-backend gloo ...
 """
 

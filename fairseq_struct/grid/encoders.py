@@ -5,8 +5,8 @@ Stochastic Order.
     python -m fairseq_struct.grid.encoders --pretrain-train raw/tr.txt --pretrain-valid \\
         raw/tr-valid.txt --tasks-dir raw/tasks --out grids/encoders --profile cpu \\
         --encoders roberta bert2d bert_elmo --tasks ner pos sentiment qa --seeds 1 2 3 4 5
-    python -m fairseq_struct.grid.encoders --tasks-dir raw/tasks --out grids/published \
-        --profile paper --gpu --encoders --imported bert2d=imported/bert2d-128k \
+    python -m fairseq_struct.grid.encoders --tasks-dir raw/tasks --out grids/published \\
+        --profile paper --gpu --encoders --imported bert2d=imported/bert2d-128k \\
         berturk=imported/berturk-128k mbert=imported/mbert --seeds 1 2 3 4 5
 
 `--tasks-dir` holds one directory per task, in the formats `downstream.prepare` reads:

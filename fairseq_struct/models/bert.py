@@ -1,7 +1,7 @@
 """BERT as Google published it, in fairseq: the encoder that BERTurk, mBERT and XLM-R imports
 (`python -m fairseq_struct.hf_import`) become.
 
-    fairseq-train data-bin/tr-ner --user-dir fairseq_struct --task token_classification \
+    fairseq-train data-bin/tr-ner --user-dir fairseq_struct --task token_classification \\
         --arch bert --restore-file imported/berturk/model.pt ...
 
 The plugin's structure-aware encoder with BERT's embedding: token + 1D position (counted from

@@ -1,6 +1,6 @@
 """BERT2D (Kaya & Tantuğ; design.md §4.2): BERT whose 1D positions become word + subword ones.
 
-    fairseq-train data-bin/tr-mlm --user-dir fairseq_struct --task masked_lm_struct \
+    fairseq-train data-bin/tr-mlm --user-dir fairseq_struct --task masked_lm_struct \\
         --criterion masked_lm_struct --arch bert2d_base --max-intermediate-subwords 3 ...
 
 `--position-embedding 1d` gives the same encoder with BERT's 1D table (the baseline of the

@@ -8,7 +8,7 @@ as in BERT. The MLM output is over the first `--output-vocab-size` words of the 
 (fairseq sorts it by frequency; rarer target words become <unk>). Every word, also one never
 seen, gets an embedding from its characters: `embed_words(["wug"])`.
 
-    fairseq-train data-bin/tr-mlm-words --user-dir fairseq_struct --task masked_lm_struct \
+    fairseq-train data-bin/tr-mlm-words --user-dir fairseq_struct --task masked_lm_struct \\
         --tokens-are-words --criterion masked_lm_struct --arch bert_elmo_base ...
 """
 

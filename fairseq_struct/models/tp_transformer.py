@@ -5,7 +5,7 @@ relative positions (Shaw et al.) in encoder and decoder self-attention. The mode
 fairseq's `TransformerModel` and swaps only the layers, so everything else (embeddings, sharing,
 `fairseq-generate`, checkpoints) is stock.
 
-    fairseq-train data-bin/en-tr --user-dir fairseq_struct --task translation_morph \
+    fairseq-train data-bin/en-tr --user-dir fairseq_struct --task translation_morph \\
         --arch tp_transformer_base --share-all-embeddings ...
 """
 

@@ -2,11 +2,12 @@
 
     out_i = Σ_j p_ij (v_j + a^V_ij),   p_i = softmax_j(q_i · k_j + q_i · a^K_ij + bias_ij)
 
-(q scaled by 1/sqrt(d); a^K_ij, a^V_ij the rows of the relative tables for bucket b_ij.) The written-out
-attention keeps the (B, H, T_q, T_k) probabilities for the backward, in several copies (fp32
-softmax, its cast, the dropped ones): 26x fused attention's memory for a bert-base layer at
-2,048 tokens. Here, as fused attention does, the forward keeps only q, k, v, the tables and the
-output; the probabilities of a block of queries are recomputed in the backward, where
+(q scaled by 1/sqrt(d); a^K_ij, a^V_ij the rows of the relative tables for bucket b_ij.) The
+written-out attention keeps the (B, H, T_q, T_k) probabilities for the backward, in several
+copies (fp32 softmax, its cast, the dropped ones): many times fused attention's memory on long
+inputs (benchmarks/bench_whole_word_attention.py measures both). Here, as fused attention does,
+the forward keeps only q, k, v, the tables and the output; the probabilities of a block of
+queries are recomputed in the backward, where
 
     D_i = Σ_d dO_id O_id,   dP_ij = dO_i · (v_j + a^V_ij),   dS_ij = p_ij (dP_ij - D_i)
     dq_i = Σ_j dS_ij (k_j + a^K_ij),  dk_j = Σ_i dS_ij q_i,  dv_j = Σ_i p_ij dO_i,
@@ -36,8 +37,8 @@ from fairseq_struct.modules.attention_masks import additive_mask, key_padding_bi
 
 # A block's logits (B·H·rows·T_k) are at most this many times the queries' size (B·H·T_q·d): the
 # blocks' temporaries grow with the layer's activations, as fused attention's memory does. On a
-# CPU, half (a bert-base layer's peak within 1.3x fused attention's at 512 and 2,048 tokens); on
-# a GPU, where each of a block's ~30 kernels pays a launch, 4x (8 blocks at 2,048 tokens).
+# CPU, half, which keeps the peak near fused attention's (benchmarks/README.md); on a GPU, where
+# each of a block's ~30 kernels pays a launch, 4x: fewer, larger blocks.
 CPU_BLOCK_FACTOR = 0.5
 CUDA_BLOCK_FACTOR = 4.0
 

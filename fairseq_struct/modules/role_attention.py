@@ -59,7 +59,8 @@ class RoleAttentionOptions:
 # written in Schlag et al.'s reference code, whose attention never calls that reset_parameters
 # (its W_r keeps PyTorch's default Linear initialisation, R of scale about 0.6); applied, it
 # makes R about sqrt(d_model/d_r) (2 at tiny size, 2.8 at base), so V̄ starts multiplied by
-# random factors of several units, and the tiny TP-Transformer trailed its baseline by 3 BLEU.
+# random factors of several units, and the tiny TP-Transformer trailed its baseline
+# (docs/results/en-tr-tp-analysis.md).
 ROLE_INITIALISATIONS = ("xavier", "normal")
 
 

