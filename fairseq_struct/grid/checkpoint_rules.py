@@ -22,7 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 # The rules without a count; average-last-N is the other.
 SIMPLE_RULES = ("valid-bleu", "valid-nll", "last", "valid-bleu-beam")
-# The grids' rule, measured (docs/reproducing.md, "Which checkpoint a grid reports"): it chose
+# The grids' rule, measured (docs/results/README.md, "The checkpoint rules compared"): it chose
 # the better checkpoint in every run where rules disagreed; beam-1 validation BLEU chose earlier
 # checkpoints with shorter outputs, validation NLL rose on 800 training pairs while BLEU still
 # climbed, and averaging depends on how far apart the checkpoints are.

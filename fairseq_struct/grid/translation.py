@@ -117,8 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RULE",
         help="the checkpoint each run reports: valid-nll (lowest validation NLL), valid-bleu "
         "(best beam-1 validation BLEU, fairseq's checkpoint_best.pt), last, average-last-N or "
-        "valid-bleu-beam (the validation set decoded with --beam); docs/reproducing.md has the "
-        f"measurements behind the default ({DEFAULT_RULE})",
+        "valid-bleu-beam (the validation set decoded with --beam); docs/results/README.md has "
+        f"the measurements behind the default ({DEFAULT_RULE})",
     )
     parser.add_argument(
         "--tune-lenpen",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The data of the small-scale encoder grid (README, "Reproduced at small scale"), cut from
+# The data of the small-scale encoder grid (docs/results/README.md, "Encoders"), cut from
 # ../shared/data with no randomness:
 #   bash docs/results/tr-encoders-small/make_data.sh ../shared/data OUT_DIR
 # OUT_DIR/pretrain/{train,valid}.txt: tr-raw's Turkish Wikipedia sentences, the last 500 for
