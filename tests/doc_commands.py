@@ -187,6 +187,10 @@ def check_fairseq(name: str, argv: List[str], elided: bool) -> Optional[str]:
     from fairseq import options
     from fairseq.models import ARCH_MODEL_REGISTRY, MODEL_REGISTRY
 
+    import fairseq_struct
+
+    fairseq_struct.register()  # what --user-dir does in fairseq's own programs
+
     parser = getattr(options, FAIRSEQ_PARSERS[name])()
     known, _ = parser.parse_known_args(argv)
     arch = getattr(known, "arch", "")

@@ -122,6 +122,9 @@ class TPTransformerModel(TransformerModel):
             TPTransformerModel.from_pretrained("checkpoints", "checkpoint_best.pt",
                                                data_name_or_path="data-bin/en-tr")
         """
+        import fairseq_struct
+
+        fairseq_struct.register()  # the task and text encoder the checkpoint names
         if "bpe" not in kwargs:
             data = Path(data_name_or_path)
             if data_name_or_path.startswith("."):  # fairseq: relative to the model directory
