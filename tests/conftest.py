@@ -168,14 +168,16 @@ def run_tool(
     return result
 
 
-def script_environment(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+def script_environment(
+    env: Optional[Dict[str, str]] = None, stand_ins: bool = not PLAIN_PROCESSES
+) -> Dict[str, str]:
     """The environment for the programs the suite starts, the project's scripts among them: one
     thread, warnings off, `env` added, and FAIRSEQ_STRUCT_TOOLS (scripts/lib/tools.sh) naming
     stand-ins for `python` and fairseq's programs that fork the commands from the preloaded
     servers (preloaded_tool.py). The servers for the scripts' own setting (the preparations'
     PYTHONHASHSEED=0) start here."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore", **(env or {})}
-    if PLAIN_PROCESSES:  # the scripts find the interpreter's own programs (scripts/lib/tools.sh)
+    if not stand_ins:  # the scripts find the interpreter's own programs (scripts/lib/tools.sh)
         return dict(env, FAIRSEQ_STRUCT_TOOLS=str(Path(sys.executable).parent))
     tools = _PRELOADED_DIR / "tools"
     if not tools.exists():  # written aside and renamed: another worker may be writing them too

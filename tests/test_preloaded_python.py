@@ -250,7 +250,7 @@ def _wait_for(condition, timeout: float = 30.0) -> None:
 def test_a_stand_in_passes_on_signals_and_its_child_ends_with_it(signum, tmp_path):
     """A signal to the stand-in (a script's process group killed, Ctrl-C) reaches the command;
     SIGKILL, which the stand-in cannot pass on, ends the command when the stand-in is gone."""
-    env = script_environment()
+    env = script_environment(stand_ins=True)
     server = preloaded_server(env).pid
     before = _forked_children(server)
     started = tmp_path / "started"
@@ -265,7 +265,7 @@ def test_a_stand_in_passes_on_signals_and_its_child_ends_with_it(signum, tmp_pat
 
 
 def test_what_the_server_cannot_run_runs_as_the_real_program(tmp_path):
-    env = script_environment()
+    env = script_environment(stand_ins=True)
     code = "import sys; print(sys.stdout.write_through)"
     stand_in, real = _both_ways(["python3", "-u", "-c", code], tmp_path, env)
     assert stand_in == real == (0, "True\n", [])  # an interpreter option

@@ -9,7 +9,6 @@ and fairseq-generate that record their arguments:
   given after evaluate.sh's -- wins."""
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import List, Optional
@@ -30,8 +29,10 @@ def run_script(tmp_path):
     for language in ("en", "tr"):
         (data / f"dict.{language}.txt").write_text("a 1\n", encoding="utf-8")
     environment = script_environment()
-    for python in ("python", "python3"):  # the suite's preloaded stand-ins (no imports to wait for)
-        shutil.copy2(Path(environment["FAIRSEQ_STRUCT_TOOLS"]) / python, tools / python)
+    for python in ("python", "python3"):  # the suite's (stand-ins: no imports to wait for)
+        suites = Path(environment["FAIRSEQ_STRUCT_TOOLS"]) / python
+        (tools / python).write_text(f'#!/bin/bash\nexec "{suites}" "$@"\n')
+        (tools / python).chmod(0o755)
     for program in ("fairseq-train", "fairseq-generate"):
         record = f'printf "%s\\n" "$@" > "{tmp_path / program}.args"'
         (tools / program).write_text(f"#!/bin/bash\n{record}\n")
