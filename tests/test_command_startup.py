@@ -9,7 +9,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 import pytest
 from conftest import REPO_ROOT
@@ -24,38 +24,38 @@ from bench_command_startup import model_free_runs  # noqa: E402  (the runs it ti
 HEAVY = re.compile(r"^import time:.*\|\s+(torch|fairseq)\.\S+$", re.M)
 
 
+def with_import_log(arguments: List[str], cwd: Path) -> subprocess.CompletedProcess:
+    """`fairseq-struct ARGUMENTS` in a new process, its import log in its standard error."""
+    command = [sys.executable, "-X", "importtime", "-m", "fairseq_struct", *arguments]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
+
+
 def heavy_imports(arguments: List[str], cwd: Path) -> List[str]:
-    """Run `fairseq-struct ARGUMENTS` in a new process; the torch and fairseq imports it made."""
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "fairseq_struct", *arguments],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """The torch and fairseq imports of a run of `fairseq-struct ARGUMENTS`, which must succeed."""
+    result = with_import_log(arguments, cwd)
     assert result.returncode == 0, f"{arguments}: {result.stderr[-3000:]}"
     return HEAVY.findall(result.stderr)
+
+
+def commands_with_heavy_imports(runs: Dict[str, List[str]], cwd: Path) -> Dict[str, List[str]]:
+    """command -> the torch and fairseq imports of `fairseq-struct COMMAND ARGUMENTS`, for the
+    commands that made any (two at a time)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        found = pool.map(lambda name: heavy_imports([name, *runs[name]], cwd), runs)
+        return {name: imports for name, imports in zip(runs, found) if imports}
 
 
 def test_the_check_sees_torch_where_a_command_loads_it(tmp_path):
     """The import log names torch when a run loads it: average-checkpoints reading a file."""
     (tmp_path / "a.pt").write_bytes(b"not a checkpoint")
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "fairseq_struct", "average-checkpoints",
-         "--inputs", str(tmp_path / "a.pt"), "--output", str(tmp_path / "b.pt")],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    arguments = ["--inputs", str(tmp_path / "a.pt"), "--output", str(tmp_path / "b.pt")]
+    result = with_import_log(["average-checkpoints", *arguments], tmp_path)
     assert "torch" in HEAVY.findall(result.stderr) and result.returncode == 1
 
 
 def test_every_help_starts_without_torch_or_fairseq(tmp_path):
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        found = dict(
-            zip(
-                COMMANDS, pool.map(lambda name: heavy_imports([name, "--help"], tmp_path), COMMANDS)
-            )
-        )
-    assert {name: imports for name, imports in found.items() if imports} == {}
+    helps = {name: ["--help"] for name in COMMANDS}
+    assert commands_with_heavy_imports(helps, tmp_path) == {}
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +68,6 @@ def demo_corpus(tmp_path_factory) -> Path:
 
 def test_the_commands_that_need_no_model_run_without_torch_or_fairseq(demo_corpus, tmp_path):
     runs = model_free_runs(demo_corpus, tmp_path)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        found = dict(
-            zip(runs, pool.map(lambda name: heavy_imports([name, *runs[name]], tmp_path), runs))
-        )
-    assert {name: imports for name, imports in found.items() if imports} == {}
+    assert commands_with_heavy_imports(runs, tmp_path) == {}
     assert (tmp_path / "prepared" / "spm.model").is_file()  # the runs did their work
     assert (tmp_path / "splits").is_dir() and (tmp_path / "buckets").is_dir()
