@@ -70,21 +70,28 @@ def parity_check(
     expected_hidden, expected_logits = fairseq_outputs(checkpoint, tokens)
     hidden, logits = hf_outputs(export.model, tokens, checkpoint.dictionary.pad())
     real = tokens.ne(checkpoint.dictionary.pad())
-    differences = {
-        "hidden_states": float((hidden - expected_hidden)[real].abs().max()),
-        "logits": float(
-            (logits - expected_logits).abs().max()
-            if checkpoint.kind == SEQUENCE_CLASSIFICATION
-            else (logits - expected_logits)[real].abs().max()
-        ),
-    }
-    return checked(checkpoint, differences, tolerance)
+    return checked(
+        checkpoint, real, (hidden, logits), (expected_hidden, expected_logits), tolerance
+    )
 
 
 def checked(
-    checkpoint: FairseqCheckpoint, differences: Dict[str, float], tolerance: float
+    checkpoint: FairseqCheckpoint,
+    real: Tensor,
+    outputs: Tuple[Tensor, Tensor],
+    expected: Tuple[Tensor, Tensor],
+    tolerance: float,
 ) -> Dict[str, float]:
-    """`differences` ({output: largest |difference|}), or ExportMismatch above `tolerance`."""
+    """{output: largest |difference|} of the (hidden states, logits) `outputs` against fairseq's
+    `expected`, over the `real` tokens (a sentence head's logits: all of them); ExportMismatch
+    above `tolerance`."""
+    (hidden, logits), (expected_hidden, expected_logits) = outputs, expected
+    if checkpoint.kind != SEQUENCE_CLASSIFICATION:
+        logits, expected_logits = logits[real], expected_logits[real]
+    differences = {
+        "hidden_states": float((hidden - expected_hidden)[real].abs().max()),
+        "logits": float((logits - expected_logits).abs().max()),
+    }
     for name, difference in differences.items():
         if not difference <= tolerance:
             raise ExportMismatch(

@@ -307,12 +307,6 @@ def tokenizer_parity_check(
     logits = export.model(**inputs).logits
     if checkpoint.kind == MASKED_LM:
         logits = logits[..., export.hf_ids]  # back to fairseq's order
-    if checkpoint.kind == SEQUENCE_CLASSIFICATION:
-        logits_difference = (logits - expected_logits).abs().max()
-    else:
-        logits_difference = (logits - expected_logits)[real].abs().max()
-    differences = {
-        "hidden_states": float((hidden - expected_hidden)[real].abs().max()),
-        "logits": float(logits_difference),
-    }
-    return checked(checkpoint, differences, tolerance)
+    return checked(
+        checkpoint, real, (hidden, logits), (expected_hidden, expected_logits), tolerance
+    )

@@ -31,7 +31,7 @@ from fairseq_struct.encoders.struct_sentencepiece import (
     StructSentencePiece,
     StructSentencePieceConfig,
 )
-from fairseq_struct.inference.decoding import (  # noqa: F401  (PRECISIONS: shared)
+from fairseq_struct.inference.decoding import (
     PRECISIONS,
     DecodingOptions,
     Hypothesis,
