@@ -1,6 +1,6 @@
 """Every shell script answers --help with its usage and nothing else, and a missing option value
 or an unknown argument is an error message with exit status 2 (as argparse does), never bash's
-"unbound variable" and never a run: the demos used to start on `--help`."""
+"unbound variable" and never a run."""
 
 import json
 import os
@@ -102,7 +102,7 @@ def test_train_without_a_report_asks_for_the_target_language(tmp_path):
 
 
 def test_train_names_a_python_without_the_package(tmp_path):
-    """It used to exit with status 1 and no word when its python had no fairseq_struct."""
+    """A python without fairseq_struct is named in the error, not a silent exit status 1."""
     tools = tmp_path / "tools"
     tools.mkdir()
     # Isolated and without site-packages: a python that cannot find the package.
