@@ -1,8 +1,7 @@
 """SentencePiece encoding of one chunk, with its round-trip check, in any worker process.
 
-`encode_chunk` runs in the process that takes the task (`ForkedHelpers.map`): the model is set
-with `use_model` before the helpers fork, and tasks carry only file names, so nothing but the
-chunk's piece counts crosses a pipe; the encoded lines go to the `ChunkStore`.
+The model is set with `use_model` before the helpers fork, so a task carries only file names and
+only the chunk's piece counts cross a pipe; the encoded lines go to the `ChunkStore`.
 """
 
 import hashlib

@@ -1,18 +1,12 @@
 """`ChunkStore`: the files a streamed preparation works through, chunk by chunk, and resumes from.
 
-A corpus goes through each stage (segmentation, SentencePiece encoding) in chunks of a fixed
-number of lines. A stage's output for a chunk is stored under a key that is the SHA-256 of the
-stage's fingerprint (the model or segmenter it used, and their options) and of the chunk's
-input bytes. A run that is killed and started again recomputes only the chunks whose key has
-no output yet; an input or option that changed gives new keys, so stale outputs are never used.
-
-Layout under the store's directory (by default OUT_DIR/.prepare-work, removed after a run that
-completes):
+A stage's output for a chunk is keyed by the SHA-256 of the stage's fingerprint (model or
+segmenter, and options) and of the chunk's input, so a restarted run redoes only the chunks with
+no output yet and never uses a stale one. Layout (by default in OUT_DIR/.prepare-work, removed
+after a run that completes; every file written atomically):
     input/{split}.{side}.{index:06d}   the checked, whitespace-normalised lines of one chunk
     {stage}/{key}.txt                  a stage's output lines for a chunk
     {stage}/{key}.json                 its statistics, written after the .txt: the chunk is done
-Every file is written atomically (`corpus_io.atomic_writer`): no half-written file ever has a
-final name, and the .json is renamed into place only once the .txt is complete.
 """
 
 import hashlib

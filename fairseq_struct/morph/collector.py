@@ -1,10 +1,8 @@
 """`collector_paused`: no cyclic garbage collection while a batch of work runs.
 
-The segmenters allocate many objects per batch that live on in their caches. Each time enough
-of them accumulate, Python's cyclic collector traverses every tracked object, Zemberek's lexicon
-of millions included, for nothing (benchmarks/README.md, bench_turkish_segmentation.py, has
-what pausing it saves). Reference cycles made during a batch are collected after it, so memory
-stays bounded.
+The segmenters' batches allocate many long-lived objects, and each collection would traverse
+every tracked object, Zemberek's lexicon of millions included. Cycles made during a batch are
+collected after it.
 """
 
 import gc

@@ -1,18 +1,9 @@
 """`ForkedHelpers`: this process and helpers forked once map functions over batches together.
 
-Unlike `multiprocessing.Pool`, the calling process works too, taking batches from the same
-shared counter as its helpers. That matters for the segmenters, whose caches (analyser tables,
-decoder memos, analysed chunks) warm up as they work: every process keeps what it computed.
-Helpers are forked once, when the context is entered, and serve every later `map` and `call`:
-they inherit the caller's state of that moment (Zemberek, built once) and stay warm across
-rounds. Forking again for each round would make both sides pay the copy-on-write faults
-again (after a fork, the first write to each shared page copies it, and a segmentation round
-writes to a great many).
-
-After the fork, helpers learn only what is sent to them, pickled: each `map`'s function (by
-name) and batches, and each `call`'s function and argument. Results come back through a
-`multiprocessing.Queue`, whose feeder thread lets a helper go on working while the caller is
-busy with a batch of its own; with 2 processes, half of the results never cross a pipe.
+Unlike `multiprocessing.Pool`, the caller works too, taking batches from the same shared counter,
+and the helpers are forked once per context and serve every later `map` and `call`: every process
+keeps its warm caches, and a fork's copy-on-write faults are paid once. After the fork, helpers
+learn only what is sent to them, pickled: the functions (by name) and their batches or arguments.
 """
 
 import gc

@@ -1,27 +1,10 @@
 """Inuktitut morphological segmentation with Morfessor Baseline (design.md §3).
 
-No analyser for Inuktitut exists in Python, so `InuktitutSegmenter` learns an unsupervised
-Morfessor Baseline model (Creutz & Lagus 2007; Morfessor 2.0, Virpioja et al. 2013) from the
-target side of the training data and cuts every word at the model's Viterbi segmentation:
-
-    "ᖁᑉᐱᕐᓂᓖᑦ 603ᒥᒃ 684ᒧᑦ"  ->  "ᖁᑉᐱ￭ᕐᓂ￭ᓖᑦ 603￭ᒥᒃ 684￭ᒧᑦ"    (trained on the WMT20 sample)
-    "Illumut nunamik."        ->  "Illu￭mut nuna￭mik."        (trained on stems + suffixes)
-
-It has the same contract as `TurkishSegmenter.segment`: words are whitespace tokens, morphemes
-are joined with MORPHEME_BOUNDARY, and removing the marks gives the line back byte for byte.
-Syllabics (U+1400-U+167F) and romanized text both work: Morfessor sees characters.
-
-A word's leading and trailing characters that are not letters (punctuation, digits) are kept
-whole and never shown to Morfessor; only the letters between them (its *core*) are. A run of
-digits is cut off the letters with a boundary mark, because a number takes case suffixes like a
-noun ("603ᒥᒃ 684ᒧᑦ", pages 603 to 684), as Zemberek does for "1990'larda"; punctuation stays
-attached to the morpheme next to it without a mark, as in the Turkish segmentation.
-
-The trained model is saved as text in Morfessor's own segmentation-file format (one
-"count morph + morph" line per training word, readable by the `morfessor` command line tools),
-with a comment line holding the settings. Loading replays the segmentations into a fresh
-model (`BaselineModel.load_segmentations`), which then gives the same Viterbi segmentations,
-so loading a model never unpickles anything (Morfessor's binary format is a pickle).
+`InuktitutSegmenter` learns Morfessor Baseline (Creutz & Lagus 2007; Morfessor 2.0, Virpioja et
+al. 2013) from the training targets and cuts the letters of every word at the model's Viterbi
+segmentation ("Illumut nunamik." -> "Illu￭mut nuna￭mik."), as `TurkishSegmenter.segment` does.
+The model file is Morfessor's segmentation-file format (a "count morph + morph" line per training
+word) after one comment line of settings; loading replays it and never unpickles anything.
 """
 
 import json
@@ -265,6 +248,8 @@ class InuktitutSegmenter:
         for morph in morphs:  # cut the original characters; the model may see them lower-cased
             pieces.append(core[start : start + len(morph)])
             start += len(morph)
+        # Digits get a boundary of their own: a number takes case suffixes like a noun ("603￭ᒥᒃ",
+        # as Zemberek cuts "1990'larda"); punctuation joins the morpheme next to it unmarked.
         if prefix[-1:].isdigit():
             pieces.insert(0, prefix)
         else:

@@ -1,12 +1,9 @@
 """The decoding length limit that fits a prepared data set.
 
-fairseq's SequenceGenerator stops a hypothesis after max_len_a × (source length) + max_len_b
-tokens (lengths in pieces, end of sentence included). Its default, a = 0 and b = 200, lets an
-undertrained model's repetition loops run to 200 tokens and sink its BLEU precision; a fixed
-a = 1.2 (a common choice) cuts 10 % of the Turkish morph training targets, whose pieces
-outnumber the English source's (docs/results/en-tr-tp-analysis.md, section 5). The fitted a is
-the smallest, in tenths, under which COVERAGE of the training pairs' targets fit: what the data
-says a translation's length can be, with loops still cut.
+fairseq stops a hypothesis after max_len_a × (source length) + max_len_b tokens (in pieces, end
+of sentence included). The fitted max_len_a is the smallest, in tenths, under which COVERAGE of
+the training pairs' targets fit with max_len_b = MAX_LEN_B: what the data says a translation's
+length can be, while an undertrained model's repetition loops are still cut (fairseq's 200 are not).
 """
 
 import json

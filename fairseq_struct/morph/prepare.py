@@ -4,38 +4,17 @@
         --train raw/train --valid raw/valid --test raw/test \\
         --mode morph --vocab-size 8000 --out-dir data-bin/en-tr-morph [--workers 2]
 
-reads PREFIX.en / PREFIX.tr of each split and, streaming every split in chunks of
---chunk-lines lines so that memory does not grow with the corpus,
-
-1. validates every split (`corpus_io`): bad train pairs are dropped and listed, a bad valid or
-   test pair stops the run; whitespace is normalised (one space between words, none at the
-   edges; counted in the report);
-2. in `morph` mode, segments the target side into morphemes (`segmenters`: Turkish: Zemberek;
-   Inuktitut: Morfessor Baseline learnt from the training split) in --workers processes; the
-   source side is never segmented;
-3. trains one joint SentencePiece model on the training text of both sides, or on a seeded
-   sample of --spm-sample lines of it;
-4. encodes every split in --workers processes and checks that `pieces_to_text` gives back every
-   (whitespace-normalised) line;
-5. writes, atomically, into --out-dir:
-     spm.model                          the SentencePiece model
-     {train,valid,test}.sp.{src,tgt}    pieces, the input of fairseq-preprocess
-     {valid,test}.raw.{src,tgt}         the untouched raw text of the kept pairs, for sacreBLEU
-     {train,valid,test}.seg.{tgt}       morph mode: the segmented target (￭ between morphemes),
-                                        for morphological density (eval.density_buckets)
-     prepare_report.json                what was dropped, unseen characters, long words,
-                                        segmentation speed, share of split words, stage times,
-                                        the decoding length limit fitted to the training pairs
-                                        (`decoding_length`: what validation and evaluate.sh use)
-     morfessor.iu.segm                  Inuktitut only: the Morfessor model, reused when present
-     segmentation_cache.sqlite          Turkish only: segmented lines, reused by the next run
-A run that was killed starts again without redoing finished work: every segmented and encoded
-chunk is kept in OUT_DIR/.prepare-work (`chunk_store`, removed when the run completes) and
-reused when its input and model are the same; the SentencePiece model is reused when
-prepare_report.json records the same training text and options (`training_fingerprint`).
-Each stage shows its progress (a bar on a terminal, else a log line every million lines) and
-its time goes into the report. `scripts/prepare-parallel.sh` (behind prepare-en-tr.sh and
-prepare-en-iu.sh) runs this and then fairseq-preprocess.
+checks PREFIX.en / PREFIX.tr of each split, segments the target side (morph mode), trains one
+joint SentencePiece model and encodes every split, chunk by chunk (docs/translation.md). Written
+atomically into --out-dir:
+    spm.model                          the SentencePiece model
+    {train,valid,test}.sp.{src,tgt}    pieces, the input of fairseq-preprocess
+    {valid,test}.raw.{src,tgt}         the untouched raw text of the kept pairs, for sacreBLEU
+    {train,valid,test}.seg.{tgt}       morph mode: the segmented target, for eval.density_buckets
+    prepare_report.json                what was dropped and counted, stage times, and the decoding
+                                       length limit fitted to the training pairs (`decoding_length`)
+    morfessor.iu.segm                  Inuktitut only: the Morfessor model, reused when present
+    segmentation_cache.sqlite          Turkish only: segmented lines, reused by the next run
 """
 
 import argparse

@@ -1,16 +1,8 @@
 """A segmentation cache that outlives the run: segmented lines in an sqlite3 file (design.md §3).
 
-Segmenting a corpus with Zemberek is the slow step of data preparation, and it is often rerun on
-the same text (another vocabulary size, another split). The cache maps a raw line to its
-segmented form, so a second run only segments the lines it has not seen.
-
-- The key is the whole line, not a word or a chunk: the disambiguator chooses a word's analysis
-  from its neighbours, so only a line's segmentation is a function of its text alone.
-- Every entry carries a fingerprint of what produced it (the analyser's version, its lexicon and
-  disambiguation model, the segmentation rules); entries of another fingerprint are never
-  returned, so a changed analyser cannot leak old segmentations into a new corpus.
-- sqlite3 commits are atomic: a run that is killed leaves every committed entry usable and
-  nothing half-written. Entries are committed every few seconds. Plain text columns, no pickle.
+It maps a raw line to its segmented form, so that a rerun on the same text segments only new
+lines. The key is the whole line (the disambiguator reads a word's neighbours) and a fingerprint
+of the analyser and rules: an entry of another fingerprint is never returned.
 """
 
 import sqlite3

@@ -1,18 +1,8 @@
 """The morphological segmenters of the preparation commands, one chunk of lines at a time.
 
-`open_segmenter(lang, ...)` gives a context manager with
-- `fingerprint`: what its segmentations depend on (a chunk segmented under another fingerprint
-  is segmented again, `chunk_store`);
-- `segment(lines)`: the lines with MORPHEME_BOUNDARY between morphemes, in order, and counters
-  of the work done (summed over chunks for the report);
-- `report()`: how the segmenter was built and run.
-Each is built once per run and keeps its worker processes and caches warm across chunks:
-- Turkish (`tr`): Zemberek (`turkish.LineSegmentation`), lines spread over `workers` forked
-  processes, with the persistent `SegmentationCache` of segmented lines if given. Built lazily,
-  so a run whose chunks are all done never loads Zemberek.
-- Inuktitut (`iu`): Morfessor Baseline (`inuktitut.InuktitutSegmenter`), learnt from the
-  training lines (streamed from `training_lines()`) and saved as OUT_DIR/morfessor.iu.segm, or
-  loaded from there; batches of lines spread over `workers` forked processes.
+`open_segmenter(lang, ...)` gives Turkish (Zemberek) or Inuktitut (Morfessor, learnt from the
+training lines and saved as OUT_DIR/morfessor.iu.segm) behind one interface, `ChunkSegmenter`,
+built once per run with its worker processes and caches kept warm across chunks.
 """
 
 import hashlib
@@ -36,8 +26,12 @@ TrainingLines = Callable[[], Iterable[str]]
 
 
 class ChunkSegmenter(ExitStack):
-    """What both segmenters share: what they start (worker processes, a cache) is pushed on
-    this ExitStack as it is started, so that leaving the context stops it, last in first out."""
+    """What both segmenters share: `fingerprint` (what their segmentations depend on: a chunk
+    segmented under another is segmented again, `chunk_store`), `segment(lines)` (the lines with
+    MORPHEME_BOUNDARY between morphemes, in order, and counters of the work done, summed over
+    chunks for the report) and `report()` (how the segmenter was built and run). What they start
+    (worker processes, a cache) is pushed on this ExitStack as it is started, so that leaving the
+    context stops it, last in first out."""
 
 
 class TurkishChunkSegmenter(ChunkSegmenter):
@@ -54,6 +48,7 @@ class TurkishChunkSegmenter(ChunkSegmenter):
     def segment(self, lines: Sequence[str]) -> Tuple[List[str], Counters]:
         from fairseq_struct.morph.turkish import SegmentationStats
 
+        # Built lazily: a run whose chunks are all done never loads Zemberek.
         if self._segmentation is None:
             self._segmentation = self._build()
         stats = SegmentationStats()
@@ -146,7 +141,7 @@ def open_segmenter(
     training_lines: TrainingLines,
     segmentation_cache: Optional[str] = None,
 ) -> ChunkSegmenter:
-    """The segmenter for `lang` (one of SEGMENTED_LANGUAGES); see the module docstring.
+    """The segmenter for `lang` (one of SEGMENTED_LANGUAGES); see `ChunkSegmenter`.
 
     `training_lines()` streams the lines a learning segmenter may learn from (the training
     split); `segmentation_cache` is Turkish's sqlite file of segmented lines (None: no cache).

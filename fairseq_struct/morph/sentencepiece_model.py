@@ -1,37 +1,8 @@
 """One joint SentencePiece model over source and target text (design.md §3).
 
-Training settings, and why:
-- identity normalisation, no removal of extra whitespace, no byte fallback: the pieces spell
-  the input exactly, so `pieces_to_text(encode(line)) == line` (the unsegmented line);
-- character coverage 1.0: every character of the training text gets a piece of its own;
-- MORPHEME_BOUNDARY is a user-defined symbol. SentencePiece extracts a user-defined symbol as
-  one piece in any context, at training time and at encoding time (doc/special_symbols.md), so
-  no other piece can contain it and no piece ever spans a morpheme boundary; encoding a whole
-  segmented line is therefore the same as encoding it morpheme by morpheme. `encode` still
-  checks every piece, so a SentencePiece version that behaved otherwise would fail loudly;
-- `hard_vocab_limit=False`: a small corpus gets a smaller vocabulary instead of an error;
-- `max_sentence_length` above the longest training line: SentencePiece would otherwise skip
-  longer lines without telling the caller;
-- all lines are used (no sampling, no shuffling) up to `sample_size` lines; above it a seeded
-  random sample of that many, in corpus order (ours: SentencePiece's own `input_sentence_size`
-  sampling draws another sample in every process whatever its seed); the random seed is fixed,
-  so training is deterministic for a given `num_threads` (a different thread count gives a
-  different model);
-- the lines (or the sample) are streamed to a temporary file that SentencePiece reads: the
-  sample is in Python memory only while it is drawn, not beside SentencePiece's own copy of it
-  while it trains (a peak of the larger of the two instead of their sum).
-
-Characters never seen in training come out as pieces of their own surface text (the processor
-is used with `out_type=str`), which fairseq's dictionary maps to `<unk>`; `unknown_characters`
-counts them for the report.
-
-Boundary marks in the token sequence: dropped by default (`keep_boundary_marks=False`).
-The pieces already end at every morpheme boundary, and `pieces_to_text` gives the same text
-with or without the marks, so keeping them adds one token per boundary (a third more Turkish
-tokens in morph mode) for no information a decoder needs to restore the words. Dropping them
-also keeps bpe and morph data comparable: the two modes differ only in where words are cut,
-not in an extra, very frequent and easy-to-predict token that would flatter morph mode's
-token-level loss. Keep them to let a model see morpheme boundaries explicitly.
+Its pieces spell the input exactly (`pieces_to_text(encode(line)) == line`) and never span a
+morpheme boundary; the boundary marks are dropped from the token sequence unless
+`keep_boundary_marks` (docs/segmentation.md says why).
 """
 
 import hashlib
@@ -124,6 +95,7 @@ class SentencePieceModel:
             raise ValueError(f"model_type must be one of {MODEL_TYPES}, not {model_type!r}")
         model_path = Path(model_path)
         model_path.parent.mkdir(parents=True, exist_ok=True)
+        # Through a file: the sample is freed before SentencePiece makes its own copy of it.
         with tempfile.TemporaryDirectory(dir=model_path.parent, prefix=".spm-training-") as work:
             text = Path(work) / "training.txt"
             _, longest = _write_training_text(lines, sample_size, seed, text)
@@ -154,13 +126,19 @@ class SentencePieceModel:
                     model_writer=model,
                     vocab_size=vocab_size,
                     model_type=model_type,
-                    hard_vocab_limit=False,
+                    hard_vocab_limit=False,  # a small corpus gets a smaller vocabulary, no error
+                    # every character gets a piece, and the pieces spell the input exactly
                     character_coverage=1.0,
                     normalization_rule_name="identity",
                     remove_extra_whitespaces=False,
                     byte_fallback=False,
+                    # always a piece of its own (SentencePiece's doc/special_symbols.md), so no
+                    # piece spans a morpheme boundary
                     user_defined_symbols=[MORPHEME_BOUNDARY],
+                    # above the longest line: SentencePiece skips longer lines without a word
                     max_sentence_length=max(longest + 1, 4192),  # 4192: SentencePiece default
+                    # no sampling of its own (another sample in every process, whatever the
+                    # seed): `reservoir_sample` drew the lines already
                     input_sentence_size=0,
                     shuffle_input_sentence=False,
                     num_threads=num_threads,

@@ -1,33 +1,9 @@
 """Turkish morphological segmentation with Zemberek (design.md §3).
 
-`TurkishSegmenter.segment` inserts MORPHEME_BOUNDARY between the morphemes of every word that
-Zemberek analyses, choosing each word's analysis with Zemberek's sentence-level perceptron
-disambiguator, exactly as `analyze_and_disambiguate(line).best_analysis()` does:
-
-    "Göremediklerimizden İstanbul'da."  ->  "Gör￭eme￭dik￭ler￭imiz￭den İstanbul￭'da."
-
-A word's morphemes are the non-empty surfaces of its `morpheme_data_list`. Zemberek analyses a
-lower-cased, normalised copy of each token (Turkish I/İ, circumflexes, apostrophes; dots and
-apostrophes removed), so the segmenter cuts the *original* characters where the surfaces say,
-and keeps a token whole when the surfaces do not spell it. An apostrophe before a suffix goes
-with the suffix. Nothing but boundary marks is ever added: removing them gives the input back.
-
-Zemberek's per-sentence path is too slow for a corpus; the same output comes faster this way:
-- each distinct whitespace-separated chunk is tokenized and analysed once (Zemberek's ANTLR
-  lexer never lets a token span a space); plain words, apostrophe words and a word with one
-  punctuation mark (`_PLAIN_WORD`, `_APOSTROPHE_WORD`, `_WORD_AND_PUNCTUATION`) skip the lexer;
-- word types are analysed by `zemberek.fast_analysis` and lines disambiguated by
-  `zemberek.fast_decoder`, exact ports of Zemberek's inner loops (see `zemberek`), many lines
-  at once; a line where no token has analyses that segment it differently skips the
-  disambiguator. `self.morphology` itself is left stock, as the reference;
-- `segment_lines` spreads a corpus over `workers` processes (this one and helpers forked once
-  per run, `ForkedHelpers`), in order: per block of lines the repeated new chunks are analysed
-  once, by one process, and sent to the others (as picklable `WordKey`s), and every process
-  keeps its caches warm across blocks; lines an earlier run segmented come from a persistent
-  `SegmentationCache`;
-- the cyclic garbage collector is paused during a batch (`collector_paused`).
-`benchmarks/bench_turkish_segmentation.py` measures the speed-up and checks the output against
-the reference (figures, and what each choice above saves, in benchmarks/README.md).
+`TurkishSegmenter.segment` inserts MORPHEME_BOUNDARY between the morphemes of every word as
+Zemberek's `analyze_and_disambiguate(line).best_analysis()` gives them, cutting the original
+characters and adding nothing else ("İstanbul'da." -> "İstanbul￭'da."). `segment_lines` does a
+corpus in worker processes: the same output, far faster (docs/segmentation.md says how).
 """
 
 import hashlib

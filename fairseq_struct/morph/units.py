@@ -1,29 +1,9 @@
 """Cut labelled text into the units a pretrained encoder was trained on (design.md §5.4).
 
-A fine-tuned model must see exactly the units of its pretraining run, so everything is read
-from the pretraining data directory that `scripts/prepare-mlm.sh` wrote, or from the directory
-of an imported Hugging Face model (`python -m fairseq_struct.hf_import`):
-
-- `text/prepare_report.json` (pretraining) or `hf_import.json` (import): units (`pieces`,
-  `words` or `tokenizer`), mode (`bpe` or `morph`), language, the special tokens' names;
-- `dict.txt`: the fairseq dictionary the encoder's embeddings were trained with;
-- `spm.model`: the SentencePiece model (pieces only);
-- `tokenizer.json`: the Hugging Face tokenizer (tokenizer units: WordPiece or XLM-R's pieces);
-- `text/morfessor.iu.segm`: the Inuktitut segmenter (morph mode, `iu` only).
-
-Each labelled word is cut on its own, so that a word's units are known exactly:
-- pieces, bpe mode: SentencePiece pieces of the word (the first one starts with ▁);
-- pieces, morph mode: the sentence is segmented into morphemes first (Zemberek for Turkish,
-  with its sentence-level disambiguation; Morfessor for Inuktitut), then each word's morphemes
-  are encoded, so no piece crosses a morpheme boundary, as in pretraining;
-- tokenizer: the tokens the model's own fast tokenizer gives the word (`pieces.hf_tokenizer`);
-- words (BERT-ELMo): the Moses tokens of the word (the pretraining text was Moses-tokenized, so
-  "Adana'da" was the three words `Adana ' da` there, and is here too).
-SentencePiece splits on whitespace, so encoding word by word gives the pieces that encoding the
-whole line gives (the pretraining data was encoded line by line).
-
-`unit_spans` gives the character span of every unit inside its word, which extractive QA needs
-to turn predicted units back into answer text.
+Everything is read from the pretraining data directory that `scripts/prepare-mlm.sh` wrote, or
+from an imported model's (`python -m fairseq_struct.hf_import`), so that fine-tuning cuts text as
+pretraining did. Each word is cut on its own (morph mode: after segmenting its sentence), so that
+its units, and their character spans (`unit_spans`, for extractive QA), are known exactly.
 """
 
 import json

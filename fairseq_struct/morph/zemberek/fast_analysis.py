@@ -1,21 +1,9 @@
 """An exact, faster re-implementation of zemberek-python's word analysis (`RuleBasedAnalyzer`).
 
-Zemberek analyses a word by a breadth-first walk of its suffix graph from every stem that is a
-prefix of the word. For each path and each outgoing suffix transition it generates the suffix's
-surface from the path's phonetic attributes (building a string key of the attribute set to
-look the surface up in a per-transition cache), checks the word's tail, the transition's
-conditions, and copies the attribute set. All of that depends only on (state, attribute set),
-so `FastRuleBasedAnalyzer` computes it once per pair: attribute sets are interned frozensets,
-the surfaces and the successor attribute sets of every outgoing transition are memoised, and the
-conditions that test only phonetic attributes are decided once. Paths that cannot end (no
-sequence of suffixes spells their tail) are dropped, as a lazy automaton kept across words says
-(`tail_automaton`); that changes neither the analyses nor their order. The walk itself
-(order of paths, of results, the pruning of cyclic paths) is Zemberek's, and so are the
-`SingleAnalysis` objects, built with each morpheme's data made once.
-
-`fast_morphology(morphology)` returns a shallow copy of a `TurkishMorphology` whose word
-analysis uses it; the original object (and Zemberek's classes) are left as they are, so
-Zemberek's own `analyze_and_disambiguate` stays the unmodified reference.
+Zemberek's breadth-first walk of the suffix graph, with what depends only on (state, phonetic
+attributes) computed once per pair and paths that cannot end dropped (`tail_automaton`): the same
+analyses in the same order. `fast_morphology(morphology)` gives a shallow copy of a
+`TurkishMorphology` that uses it; the original stays the unmodified reference.
 """
 
 import copy

@@ -1,25 +1,9 @@
 """Zemberek's perceptron disambiguator (`PerceptronAmbiguityResolver`), exact and faster.
 
-`FastDecoder.best_paths` returns the analyses Zemberek's `Decoder.best_path` chooses for each
-sentence. Zemberek extracts the features of every trigram of candidate analyses as strings,
-looks each weight up one feature and one character at a time, and sums in float32; the Viterbi
-search keeps its hypotheses in a list searched linearly. Here, for many sentences at once:
-- the strings a feature is made of (lemmas, inflectional groups, the template's literals) are
-  interned, and each of Zemberek's feature templates (`_TEMPLATES`) is a family whose weights
-  are memoised by the ids of its variable parts, in sorted numpy arrays;
-- the features of all trigrams of all new steps are numpy arrays of those ids; the ones not
-  memoised yet are assembled into code points and looked up together (`PerceptronWeights`,
-  an exact port of `CompressedWeights.get_`), without building a Python string;
-- each trigram's score is the float32 sum of its terms, added term by term in Zemberek's order
-  as arrays over all trigrams: the same float32 sums as its scalar loop;
-- the Viterbi step is a float32 array maximum whose ties go to the first hypothesis in
-  Zemberek's insertion order, as its strict `>` replacement does;
-- decoding stops where every token left has one segmentation and two tokens in a row have a
-  single analysis: the best path to that point can no longer change;
-- the scores of a step (three tokens' candidates) are kept across sentences in a bounded cache:
-  they depend on those candidates alone.
-Candidates are given as `WordKey`s, what the feature extractor reads of an analysis (lemma and
-inflectional groups): small picklable tuples that worker processes can send to each other.
+`FastDecoder.best_paths` returns the analyses Zemberek's `Decoder.best_path` chooses, for many
+sentences at once: feature weights memoised per template in numpy arrays, trigram scores summed
+in float32 in Zemberek's order, Viterbi ties broken as Zemberek breaks them. Candidates are
+`WordKey`s (lemma and inflectional groups), picklable tuples that workers send each other.
 """
 
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple

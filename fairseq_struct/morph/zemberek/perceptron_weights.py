@@ -1,12 +1,8 @@
 """The weights of Zemberek's perceptron disambiguator, looked up for many features at once.
 
-Zemberek (`CompressedWeights.get_`) finds a feature string's weight through a minimal perfect
-hash (FNV-1a, 32 bits, from a seed per level) computed one character at a time with numpy
-scalars, slow per feature, and checks a fingerprint (Java's String.hashCode). Here a
-feature is a row of `StringTable` ids whose strings, concatenated, spell it, and
-`PerceptronWeights.lookup_parts` does the same uint32 arithmetic on numpy arrays over many
-features at once, part after part, reading each part's characters where the table keeps them:
-no feature string is ever built. The fingerprint composes from each string's own hash.
+`PerceptronWeights.lookup_parts` does the uint32 arithmetic of `CompressedWeights.get_` (a
+minimal perfect hash, FNV-1a per level, checked by Java's String.hashCode) on numpy arrays over
+many features, each a row of `StringTable` ids whose strings spell it: no feature string is built.
 """
 
 from typing import Any, Dict, List, Sequence, Tuple

@@ -1,18 +1,9 @@
 """Whether a path of Zemberek's suffix-graph search can still end, read off a lazy automaton.
 
-`FastRuleBasedAnalyzer` drops search paths that cannot become an analysis. A path is at a node
-(morpheme state, phonetic attributes) with the word's unread tail; it can end if some sequence
-of suffix transitions spells the tail exactly and stops at a terminal state. Deciding that by
-recursing over the graph for every tail costs a search per new word. Here the question is
-answered by running the tail through a deterministic automaton, built lazily by the subset
-construction and kept across words: a question is one dictionary look-up per character.
-
-The automaton reads the graph as the analyser's step tables give it (`StepTable`: the steps a
-tail starting with a character may take, and those any tail may take) and ignores every
-condition that is not phonetic, so it accepts every tail the search could consume, and more:
-"cannot end" is always right, and dropping such paths changes no analysis. A step whose surface
-Zemberek cannot generate (None) counts as able to end when a tail is left, as the search would
-try it (and raise).
+A path can end if some sequence of suffix transitions spells its unread tail and stops at a
+terminal state; a deterministic automaton, built lazily (subset construction) and kept across
+words, answers that in one look-up per character. It ignores the conditions that are not
+phonetic, so it over-accepts: "cannot end" is always right, and dropping such paths is exact.
 """
 
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
