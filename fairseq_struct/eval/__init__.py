@@ -1,6 +1,2 @@
-"""Evaluation on raw text: hypotheses out of fairseq-generate's log, sacreBLEU scores with signatures.
-
-fairseq-generate's own `--scoring sacrebleu` scores against the binarized references, which
-is not a real sacreBLEU number; these modules score detokenized hypotheses against the raw
-reference file instead (design.md §5.1).
-"""
+"""Evaluation: translations scored with sacreBLEU against the raw reference files, not fairseq's
+binarized ones (design.md §5.1), the papers' analyses, and the encoders' metrics and probes."""

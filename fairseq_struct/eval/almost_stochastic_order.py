@@ -1,25 +1,10 @@
 """Almost Stochastic Order between two systems' scores over several seeds (design.md §5.4).
 
-Deep models trained with different seeds give a distribution of scores, not one number. The
-Almost Stochastic Order test (Dror, Shlomov and Reichart 2019, ACL) compares two such
-distributions: ε_min(A, B) is an upper bound, at confidence 1 − α, on how much A's score
-distribution violates being stochastically larger than B's (0: A is always better, 1: never).
-The numbers are deepsig's (`deepsig.aso`, Ulmer et al. 2022) with α = 0.05, as in the appendix
-of the BERT2D paper (Kaya & Tantuğ); its bootstrap runs with a fixed seed (`--seed`) in one job,
-so they are reproducible.
-
-ε_min is computed in both directions. The verdict is "A is stochastically dominant over B" when
-ε_min(A, B) < τ, symmetrically for B, and "no significant difference" otherwise. τ (`--threshold`,
-in (0, 0.5]) defaults to 0.5, the value of the BERT2D paper's figures and Dror et al.'s bound (A
-is almost stochastically larger than B for ε < 0.5; ε >= 0.5 claims nothing). deepsig's authors
-(Ulmer et al. 2022) found the stricter τ = 0.2 a better trade-off between type I and type II
-errors and recommend it; the threshold is the user's choice and is printed with every result.
-The BERT2D paper colours a cell "red" when ε_min(left, bottom) > 0.5; here the opposite claim is
-tested directly, with ε_min(bottom, left) < τ, which is the stronger statement.
-
-Scores come from the JSON files of `python -m fairseq_struct.downstream.seeds`, from JSON files
-mapping metric names to per-seed lists, from text files with one score a line, or from the
-command line (`--scores-a`, `--scores-b`).
+ε_min(A, B) (Dror, Shlomov and Reichart 2019) is an upper bound, at confidence 1 − α, on how much
+A's score distribution violates being stochastically larger than B's (0: A is always better, 1:
+never), computed in both directions by deepsig (`deepsig.aso`, Ulmer et al. 2022), α = 0.05.
+A is stochastically dominant over B when ε_min(A, B) < τ (`--threshold`, in (0, 0.5], default
+0.5), symmetrically for B; otherwise there is no significant difference.
 """
 
 import argparse
@@ -74,7 +59,10 @@ class ASOResult:
 
     @property
     def dominant(self) -> Optional[str]:
-        """The dominant system, "A" or "B", whose ε_min is below τ; None when neither is."""
+        """The dominant system, "A" or "B", whose ε_min is below τ; None when neither is.
+
+        The BERT2D paper colours a cell red when ε_min(left, bottom) > 0.5; testing the opposite
+        claim, ε_min(bottom, left) < τ, is the stronger statement."""
         # ε_min(A, B) + ε_min(B, A) >= 1 but for deepsig's integral skipping its first point,
         # so both fall below τ <= 0.5 only in a near tie; the smaller violation then wins.
         if (

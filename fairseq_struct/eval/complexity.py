@@ -1,25 +1,9 @@
 """The C_D morphological complexity of a text: relative entropy of word structure (design.md §5.2).
 
-Bentz et al. (2016) measure how much information sits in the structure *inside* words: the
-character entropy of a "masked" copy of the text, in which every non-whitespace character is
-replaced by a uniform random draw from the text's character set while every whitespace
-character stays where it is, minus the character entropy of the text itself (appendix C of
-Soulos et al.: "taking the character-level entropy of the corpus and subtracting that from the
-entropy of a masked version"). Higher values mean more regular structure within words.
-
-Our reading of the paper's modification, where it is not spelled out:
-- C_D = H(masked) - H(text), so that it is positive and grows with word-internal regularity;
-  the text's entropy minus the masked copy's, the other way round, would make every value
-  negative.
-- "Directly computed the character-level Shannon's entropy" in place of Bentz et al.'s entropy
-  rate approximation: the entropy of the *unigram* character distribution, estimated with the
-  James-Stein shrinkage estimator of Hausser & Strimmer (2009), in bits.
-- A character is one Unicode code point of the first `max_chars` code points of the file as
-  read (line breaks included, as whitespace). Whitespace (`str.isspace`) is counted in both
-  distributions and never masked; the masking draws only from the text's non-whitespace
-  characters, since drawing a space would create word boundaries the text does not have.
-- Both distributions are estimated over the same alphabet, the characters of the text, so the
-  shrinkage target 1/K is the same for both.
+C_D = H(masked) − H(text), unigram character entropies in bits (James-Stein shrinkage, Hausser &
+Strimmer 2009) over the text's alphabet; the masked copy replaces every non-whitespace character
+(`str.isspace`: line breaks are whitespace) by a uniform draw from the text's non-whitespace
+characters. A character is a code point, of the first `max_chars` read.
 """
 
 import argparse

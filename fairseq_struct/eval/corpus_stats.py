@@ -1,17 +1,9 @@
 """How finely a corpus is cut: SentencePiece pieces per word and morphemes per word.
 
-- Pieces per word, from a SentencePiece-encoded file (pieces separated by spaces): a word is a
-  piece that starts with WORD_START ("▁") and the pieces that follow it up to the next such
-  piece. Boundary marks kept in the token sequence (a piece that is MORPHEME_BOUNDARY alone)
-  are not pieces of a word and are not counted.
-- Morphemes per word, from a segmented file: words are whitespace-separated tokens, their
-  morphemes are the parts between MORPHEME_BOUNDARY marks ("gör￭eme￭dik" has 3). This is also
-  the morphological density of design.md §3 / §5.3 (`morphological_density`).
-
-Punctuation-only tokens (no letter or digit: ".", "--", "?!") are not words by default: the
-segmenter never splits them, so counting them as one-morpheme words would make a sentence look
-less dense for its punctuation, not its morphology. Punctuation attached to a word ("geldi.")
-stays part of that word.
+In a pieces file a word is a piece starting with WORD_START ("▁") and the pieces after it (a lone
+MORPHEME_BOUNDARY piece is not counted); in a segmented file a word is a whitespace token, its
+morphemes the parts between MORPHEME_BOUNDARY marks ("gör￭eme￭dik" has 3), the morphological
+density of design.md §5.3. Punctuation-only tokens are not words unless `--count-punctuation`.
 """
 
 import argparse
@@ -40,7 +32,8 @@ class UnitsPerWordStats:
 
 
 def is_punctuation_only(word: str) -> bool:
-    """True for a token with no letter or digit once the marks are removed."""
+    """True for a token with no letter or digit once the marks are removed. Such tokens are not
+    words by default: the segmenter never splits them, so they would only dilute the density."""
     return not any(char.isalnum() for char in word)
 
 

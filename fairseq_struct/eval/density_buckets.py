@@ -1,18 +1,9 @@
 """BLEU and chrF by morphological density of the reference (design.md §5.3; Soulos et al., Fig. 3).
 
-The density of a test sentence is morphemes per word of its segmented reference
-(`corpus_stats.morphological_density`: words split at whitespace, morphemes at MORPHEME_BOUNDARY,
-punctuation-only tokens are not words). Sentences are put into buckets [low, high) by density,
-and each system's hypotheses are scored against the *raw* reference within every bucket with
-sacreBLEU (corpus-level BLEU 13a and chrF, as `score.py`).
-
-Buckets: fixed edges by default, 1.0, 1.25, ... 2.5, 3.0 and an open last bucket, so that the
-x axis means the same on every test set, as the paper's plot does; `quantiles` gives buckets of
-equal size instead, for small test sets whose fixed buckets would hold a handful of sentences.
-Sentences below the first edge, or without any word, belong to no bucket and are counted.
-
-Outputs: a markdown table, a JSON record and a PNG plot (BLEU per bucket, one line per system,
-and, with several systems, the BLEU difference of each to the first system, as in Figure 3).
+A sentence's density is morphemes per word of its segmented reference
+(`corpus_stats.morphological_density`); each system is scored with sacreBLEU against the raw
+reference within each density bucket [low, high). Sentences below the first edge, or without a
+word, belong to no bucket and are counted. Writes a markdown table, a JSON record and a PNG plot.
 """
 
 import argparse

@@ -1,7 +1,6 @@
 """Hypotheses out of the output of stock fairseq-generate, in sentence order, as plain text.
 
-fairseq-generate prints its results batch by batch (batches are sorted by length, so sentence
-ids come out of order), a block of tab-separated lines per sentence:
+fairseq-generate prints, batch by batch (ids out of order), a block of lines per sentence:
 
     S-<id>  <source pieces>
     T-<id>  <reference pieces>
@@ -9,12 +8,7 @@ ids come out of order), a block of tab-separated lines per sentence:
     D-<id>  <score>  <detokenized hypothesis>
     P-<id>  <positional scores>
 
-We read the first H- line of each id. Run without `--post-process`, it holds the SentencePiece
-pieces, and `pieces_to_text` restores the words. With `--post-process sentencepiece`, fairseq
-has already joined the pieces (and removed every `▁`), so only the morpheme boundary marks are
-dropped. The D- lines are not used: they equal the H- lines unless `--bpe`/`--tokenizer` are
-given, and with `--bpe sentencepiece --post-process sentencepiece` fairseq decodes twice and
-loses the spaces between words.
+The first H- line of each id is read, as pieces or (`--post-process sentencepiece`) as words.
 """
 
 import argparse
@@ -41,6 +35,8 @@ def read_hypotheses(path: str, num_sentences: Optional[int] = None) -> List[str]
     hypotheses: Dict[int, str] = {}
     with open(path, encoding="utf-8") as log:
         for line_number, line in enumerate(log, start=1):
+            # Not D- lines: with `--bpe sentencepiece --post-process sentencepiece` fairseq
+            # decodes twice and they lose the spaces between words.
             if not line.startswith("H-"):
                 continue
             fields = line.rstrip("\n").split("\t", 2)

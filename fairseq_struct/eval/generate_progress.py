@@ -2,11 +2,8 @@
 
     fairseq-generate ... | python -m fairseq_struct.eval.generate_progress LOG --total N
 
-Every line of standard input goes to LOG unchanged; each `S-<id>` line (one per translated
-sentence) counts one sentence of the N, shown as a progress bar with sentences/s and ETA on a
-terminal, and as a log line every --log-every sentences elsewhere (`progress.StageProgress`).
-fairseq-generate's own bar counts batches of up to 12,000 tokens, which on a CPU can take
-minutes each, and it is off whenever standard error is not a terminal.
+Every input line goes to LOG unchanged; each `S-<id>` line counts one of the N sentences.
+fairseq-generate's own bar counts batches (minutes each on a CPU), and only on a terminal.
 """
 
 import argparse

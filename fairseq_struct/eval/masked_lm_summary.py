@@ -3,10 +3,8 @@
     python -m fairseq_struct.eval.masked_lm_summary --json out.json \\
         roberta=validate-roberta.log bert2d=validate-bert2d.log bert_elmo=validate-elmo.log
 
-Each log is the output of `fairseq-validate ... --criterion masked_lm_struct --log-format json`;
-its last "valid" record gives `mlm_accuracy` (masked tokens predicted exactly) and
-`unigram_accuracy` (always predicting the most frequent symbol, on the same targets).
-Prints a table; exits with status 1 when a model does not beat its baseline.
+Each log is the output of `fairseq-validate ... --criterion masked_lm_struct --log-format json`,
+read at its last "valid" record. Exits with status 1 when a model does not beat its baseline.
 """
 
 import argparse

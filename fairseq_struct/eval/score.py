@@ -1,13 +1,8 @@
 """sacreBLEU BLEU, chrF and chrF++ of detokenized hypotheses against a raw reference file.
 
-Every score carries its sacreBLEU signature, so it can be compared with a number from any
-other paper or tool: BLEU with the 13a tokenizer, cased; chrF (character 6-grams, beta 2); and
-chrF++ (chrF plus word 1- and 2-grams, `word_order=2`). Files are read as the sacrebleu command
-line reads them (UTF-8, lines split at "\\n" only, trailing whitespace removed), so the numbers
-equal the sacrebleu command line's.
-
-With several `--hyp` files and `--paired-bs` or `--paired-ar`, the first file is the baseline
-and every other system is tested against it with sacreBLEU's paired tests (`significance.py`).
+Each score carries its sacreBLEU signature; files are read as the sacrebleu command line reads
+them, so the numbers equal its. With several `--hyp` files, `--paired-bs` or `--paired-ar` test
+every system against the first with sacreBLEU's paired tests (`significance.py`).
 """
 
 import argparse

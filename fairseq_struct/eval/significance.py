@@ -1,22 +1,9 @@
 """Paired significance tests between systems with sacreBLEU's own implementation (design.md §5.1).
 
-`sacrebleu.significance.PairedTest` runs paired bootstrap resampling (`bs`, Koehn 2004, as
-Moses' script does) or approximate randomization (`ar`, as MultEval does) of BLEU (13a, cased)
-and chrF against the first system, the baseline. Numbers equal sacreBLEU's for the same
-references, systems and seed; the seed is sacreBLEU's, taken from the environment variable
-`SACREBLEU_SEED` (default 12345) and recorded in each signature.
-
-Two choices of ours:
-- Approximate randomization also reports the bootstrap mean and 95% confidence interval
-  (sacreBLEU's `n_ar_confidence`, 1000 resamples), so both tests report a p-value and a CI.
-- A system whose hypotheses equal the baseline's line for line gets p = 1.0 and is marked
-  `identical_to_baseline`. sacreBLEU (following MultEval) counts only resampled differences
-  strictly larger than the observed one, so it reports p = 1/(N+1) for a system against
-  itself: "significant" for any N >= 20.
-
-The same strict count makes approximate randomization report p = 1/(N+1) when only one or two
-sentences differ (every trial then ties with the observed difference); those p-values are
-sacreBLEU's and are reported unchanged, but they do not mean a real difference.
+Paired bootstrap resampling (`bs`, Koehn 2004) or approximate randomization (`ar`) of BLEU (13a,
+cased) and chrF, every system against the first, the baseline; the seed is sacreBLEU's
+(`SACREBLEU_SEED`, default 12345). A system identical to the baseline gets p = 1.0; AR reports
+p = 1/(N+1) when only a sentence or two differ, which does not mean a real difference.
 """
 
 from dataclasses import dataclass
@@ -92,12 +79,15 @@ def paired_test(
         references=[list(references)],
         test_type=test_type,
         n_samples=n_samples,
+        # AR reports the bootstrap mean and 95% CI too, so both tests give a p-value and a CI.
         n_ar_confidence=CONFIDENCE_RESAMPLES if test_type == "ar" else -1,
     )
     signatures, columns = test()
     baseline = list(named_systems[0][1])
     systems = []
     for index, (name, hypotheses) in enumerate(named_systems):
+        # sacreBLEU counts only differences strictly larger than the observed one, so a system
+        # equal to the baseline would get p = 1/(N+1): "significant" for any N >= 20.
         identical = index > 0 and list(hypotheses) == baseline
         scores = {}
         for metric in signatures:

@@ -1,16 +1,9 @@
 """Exact match and F1 of extractive QA answers, exactly as SQuAD v1.1's official `evaluate-v1.1.py`.
 
-The normalisation is the official script's English one, kept on purpose so that numbers compare
-with published Turkish results (the TQuAD papers and the BERT2D paper score with the same script):
-lower-case with `str.lower` (not Turkish-aware: "I" becomes "i", "İ" becomes "i" plus a combining
-dot), remove ASCII punctuation (`string.punctuation`), remove the English articles a/an/the as
-whole words, collapse whitespace. Turkish punctuation that is not ASCII, such as the apostrophe
-’ of "Ankara’da" or the quotes « », stays part of the word.
-
-Two quirks of v1.1 are kept as well: a prediction and a ground truth that both normalise to the
-empty string get exact match 1 but F1 0; and a question without a prediction scores 0 on both
-(the official script prints "Unanswered question ... will receive score 0."; here it is a logged
-warning and a count). Predictions for questions that are not in the gold answers are ignored.
+Its English normalisation is kept, so that numbers compare with published Turkish results:
+`str.lower` (not Turkish-aware), ASCII punctuation removed (Turkish ’ « » stay), the articles
+a/an/the removed, whitespace collapsed. As in v1.1, two answers that both normalise to "" get
+EM 1 but F1 0, and an unanswered question scores 0 (here logged and counted).
 """
 
 import logging

@@ -1,17 +1,8 @@
 """How much of a Turkish text Zemberek recognises: the share of word tokens it can analyse.
 
-A *word token* is a whitespace-separated token with leading and trailing punctuation stripped
-("okudum." counts as the word "okudum"). Tokens made only of punctuation are counted separately
-and left out of the share. A word is *recognised* when Zemberek's ``analyze`` gives at least
-one analysis whose root is in its lexicon: neither the unknown item nor a runtime guess. Zemberek
-makes up a runtime root for numbers and for unknown names before an apostrophe ("Tarvok'un");
-those count as unrecognised, so that the figure measures what the lexicon and morphotactics know.
-
-Usage::
-
-    python -m fairseq_struct.eval.zemberek_coverage FILE [--top-unknown 20]
-
-prints one readable line and one JSON line.
+A word token is a whitespace token without its leading and trailing punctuation (punctuation-only
+tokens are counted apart); it is recognised when an analysis has a root from Zemberek's lexicon,
+not the unknown item or a runtime guess (numbers, unknown names before an apostrophe).
 """
 
 from __future__ import annotations

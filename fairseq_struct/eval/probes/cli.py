@@ -1,12 +1,4 @@
-"""The probes' command line: `fairseq-struct probes` and `python -m fairseq_struct.eval.probes`.
-
-    python -m fairseq_struct.eval.probes CHECKPOINT --data DATA_DIR --probes PROBE_FILE \\
-        [--layer -1] [--second-segment TEXT] [--top 5] [--json probes.json]
-
-reads the probe file (format.py), scores the checkpoint on it (runner.py), prints the tables
-(report.py) and, with --json, writes every result. Errors in the probe file, the checkpoint or
-the data exit with status 1 and one line on stderr.
-"""
+"""The probes' command line: `fairseq-struct probes` and `python -m fairseq_struct.eval.probes`."""
 
 import argparse
 import json

@@ -1,10 +1,5 @@
 """The probe file: its format, the probes it holds, and where each probed word sits.
 
-`read_probes(path)` (or `parse_probes(text)`) gives the probes of a file, each checked: every
-word it probes is in its context, else ProbeError names the file, the line and the word.
-`analogy_query_words`, `contextuality_words` and `wug_words` say where (which context, which
-word of it) each probed word sits; the runner takes the vectors there.
-
 Probe file format (UTF-8; `#` starts a comment line; a line that begins with whitespace
 continues the value of the line above, so long paragraphs can be wrapped):
 

@@ -1,7 +1,4 @@
-"""The probes' results as text tables (tabulate), one per probe kind, and the probe words.
-
-`tables(run_probes(...))` is what the command prints after its header line.
-"""
+"""The probes' results as text tables (tabulate), one per probe kind, and the probe words."""
 
 from typing import Any, Dict, List, Optional, Sequence
 

@@ -1,24 +1,11 @@
 """Scoring a pretrained masked-LM encoder on probes: contextual word vectors and the results.
 
-`load_encoder(checkpoint, data, layer, second_segment)` loads a checkpoint as a ContextEncoder,
-which cuts each context into exactly the units the pretraining run cut its text into
-(`morph.units`), feeds it as `<s> context </s>` (with --second-segment, `<s> context </s> TEXT
-</s>`, the thesis's shape) and keeps a word vector per context word; `run_probes(probes,
-encoder)` gives the results of every probe as rows (dicts), for the report and the JSON.
-
-- Contextual word vector: the mean over a word's units (pieces or Moses words) of the chosen
-  layer's output at those positions (0: embedding layer, -1: last layer, the default).
-- Analogy (thesis 5.1.1.1): V(query) = V(a) - V(b) + V(c); the answer is the word of the
-  comparison context whose vector has the highest cosine similarity with V(query), the query
-  words a, b, c left out. The p-value says how far that best similarity stands out from the
-  similarities of the other context words (`outlier_p_value`).
-- Contextuality (Tables 5.3-5.5): cosine similarity of a word's vector in a target context with
-  the same word in contexts of another sense, and in control contexts of the same sense.
-- The "wug" test (Tables 5.7, 5.8): a word in its contexts and in the same contexts with the
-  word replaced by "wug"; similarities from the original word and from "wug" of context 1.
-  A piece model cuts "wug" into pieces (its vector is still the mean of its pieces) and may
-  have no piece for "w" (<unk>); BERT-ELMo embeds any word, "wug" too, from its characters.
-  The "Probe words" table shows the units of every probed word.
+A context is cut into the pretraining run's units and fed as `<s> context </s>` (with
+--second-segment, `<s> context </s> TEXT </s>`); a word's vector is the mean of the chosen
+layer's outputs over its units (0: embeddings, -1: last layer). Analogy (thesis 5.1.1.1): the
+comparison context's word most cosine-similar to V(a) - V(b) + V(c), a, b and c left out.
+Contextuality (Tables 5.3-5.5) and "wug" (Tables 5.7, 5.8): cosine similarities of a word's
+vectors across contexts, and with the word replaced by "wug".
 """
 
 from dataclasses import dataclass

@@ -1,7 +1,5 @@
 """The vector arithmetic and statistics of the probes: cosine similarity, the analogy query
-V(a) - V(b) + V(c), its answer among a context's words and how far that answer stands out
-(`outlier_p_value`). Plain functions of tensors and floats, used by the runner.
-"""
+V(a) - V(b) + V(c), its answer among a context's words and how far that answer stands out."""
 
 import math
 from dataclasses import dataclass

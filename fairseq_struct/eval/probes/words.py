@@ -1,10 +1,8 @@
 """The words of a probe's contexts: what a word is, how probes name one, how one is replaced.
 
-A context's words are its whitespace words without the punctuation around them and without a
-proper noun's suffix after an apostrophe (Turkish writes "Ankara'dır": the word is "Ankara"),
-so a word's units are those overlapping that span. A probe names a word by its form, compared
-after Turkish lower-casing (İ -> i, I -> ı) and Unicode NFC; the first occurrence in the context
-is used. Used by the probe file reader (format.py), the statistics and the runner.
+A context's words are its whitespace words without the punctuation around them or a proper
+noun's suffix after an apostrophe ("Ankara'dır" is "Ankara"). A probe names a word by its form,
+compared after Turkish lower-casing (İ -> i, I -> ı) and Unicode NFC; its first occurrence counts.
 """
 
 import re
