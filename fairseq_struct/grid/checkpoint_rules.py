@@ -1,18 +1,8 @@
-"""Which checkpoint of a training run a grid reports: the rules, on the run's saved files and
-the validations fairseq-train logged.
+"""Which checkpoint of a training run a grid reports: the rules (`--checkpoint-rule`,
+docs/reproducing.md), on the run's saved files and the validations fairseq-train logged.
 
-- `valid-bleu`: the best beam-1 validation BLEU of training (fairseq's checkpoint_best.pt with
-  `--best-checkpoint-metric bleu`, as train-en-tr.sh trains).
-- `valid-nll`: the saved checkpoint with the lowest validation NLL (`nll_loss` of the log).
-- `last`: checkpoint_last.pt.
-- `average-last-N`: the weights of the newest N saved checkpoints averaged
-  (`inference.average_checkpoints`).
-- `valid-bleu-beam`: each saved checkpoint decodes the whole validation set with the test's
-  beam and length limit; the best sacreBLEU is kept.
-
-"Saved checkpoints" are the interval ones (`checkpoint_<epoch>_<updates>.pt`) and
-checkpoint_last.pt; a rule that looks at more than the newest needs training to keep them
-(`keep_interval_updates`). Ties go to the later checkpoint, as fairseq's own best does.
+Saved checkpoints are the interval ones (`checkpoint_<epoch>_<updates>.pt`) and
+checkpoint_last.pt; ties go to the later checkpoint, as fairseq's own best does.
 """
 
 import re

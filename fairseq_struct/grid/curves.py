@@ -4,9 +4,6 @@ fairseq-train (`--log-format simple`, or json) logs one `valid` line per validat
 
     2026-11-25 14:25:47 | INFO | valid | epoch 056 | valid on 'valid' subset | loss 1.988 |
     nll_loss 0.645 | ppl 1.56 | bleu 59.08 | wps 6058.6 | ... | num_updates 500
-
-`validation_curve` reads every such line of a log (a resumed run's log holds the lines of each
-attempt; a validation logged again at the same update keeps the later value).
 """
 
 import json
@@ -43,7 +40,8 @@ def _json_fields(line: str) -> Optional[Dict[str, str]]:
 def validation_curve(
     log: Path, metric: str = "bleu", subset: str = "valid"
 ) -> List[Tuple[int, float]]:
-    """(updates, metric) of every validation on `subset` in the log, by update."""
+    """(updates, metric) of every validation on `subset` in the log, by update; a validation
+    logged again at the same update (a resumed run's log holds every attempt) keeps the later."""
     points: Dict[int, float] = {}
     if not log.is_file():
         return []

@@ -1,15 +1,7 @@
 """The report of an encoder grid: report.md, report.json and curves.png in the grid's directory.
 
-- Pretraining: each encoder's units, updates, final validation masked-token accuracy (and the
-  unigram baseline it must beat) and wall time, and its validation accuracy against updates
-  (curves.png).
-- One table per task as in the BERT2D paper: systems (encoder × pretrained / from scratch) as rows,
-  the task's metrics (`downstream.demo_summary.MAIN_METRICS`: word accuracy for POS, entity F1
-  for NER, macro F1 and accuracy for sentiment, F1 and EM for QA) as mean ± sample standard
-  deviation over the seeds that finished, and Almost Stochastic Order against the baseline (the
-  first encoder, pretrained) on the first metric: ε_min(system, baseline), small when the system
-  is better, with deepsig's defaults (`eval.almost_stochastic_order`); it needs two seeds or more.
-A run that has not finished is listed as missing.
+Pretraining, then one table per task as in the BERT2D paper: each system's main metrics as mean ±
+sample standard deviation over its finished seeds, and ASO's ε_min(system, baseline) on the first.
 """
 
 import json

@@ -1,10 +1,6 @@
 """What the encoder grid runs (`python -m fairseq_struct.grid.encoders`): the named encoders,
-the grid's settings and its steps (data, pretraining, fine-tuning, scores), shared by the
-command and its report (`grid.encoder_report`).
-
-Systems are the named encoders, pretrained by the grid, and imported models (a directory of
-`python -m fairseq_struct.hf_import`: BERTurk, mBERT, the published BERT2D), fine-tuned from
-their own weights in their own units, with no pretraining step."""
+the grid's settings and its steps, shared by the command and its report (`grid.encoder_report`).
+Imported models are fine-tuned in their own units from their own weights, without pretraining."""
 
 from dataclasses import asdict, dataclass
 from pathlib import Path

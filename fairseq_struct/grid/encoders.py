@@ -1,32 +1,12 @@
 """The encoder papers' comparisons as one command: pretrain encoders alike, fine-tune each on
 the downstream tasks (pretrained and from scratch, several seeds), compare with Almost
-Stochastic Order.
+Stochastic Order (docs/reproducing.md).
 
-    python -m fairseq_struct.grid.encoders --pretrain-train raw/tr.txt --pretrain-valid \\
-        raw/tr-valid.txt --tasks-dir raw/tasks --out grids/encoders --profile cpu \\
-        --encoders roberta bert2d bert_elmo --tasks ner pos sentiment qa --seeds 1 2 3 4 5
-    python -m fairseq_struct.grid.encoders --tasks-dir raw/tasks --out grids/published \\
-        --profile paper --gpu --encoders --imported bert2d=imported/bert2d-128k \\
-        berturk=imported/berturk-128k mbert=imported/mbert --seeds 1 2 3 4 5
-
-`--tasks-dir` holds one directory per task, in the formats `downstream.prepare` reads:
+`--tasks-dir` holds one directory per task, in the formats `downstream.prepare` reads (a task
+without a valid file gets a seeded tenth of its training data):
 
     ner/{train,valid,test}.conll      pos/{train,valid,test}.conllu
     sentiment/{train,valid,test}.<label> (one file per class)   qa/{train,valid,test}.json
-
-(a task without a valid file gets a seeded tenth of its training data). Steps, in order: the
-pretraining data (`scripts/prepare-mlm.sh`: morpheme-aware SentencePiece pieces, and Moses words
-for BERT-ELMo), each task's fine-tuning data in the units of each pretraining, the pretraining
-of every encoder with one budget (same updates, batch, learning-rate schedule), then for every
-seed, task and encoder a fine-tuning from the pretrained weights and one from scratch
-(`scripts/finetune.sh`; NER with the CRF head and Entity-Fix) and its test scores
-(`downstream.predict`). Finished steps are skipped (`grid.steps`). The report
-(`grid.encoder_report`) compares every system with the first encoder's pretrained runs.
-
-Encoders are named systems (`ENCODERS`): the three of the papers and ablations of BERT2D and
-of whole-word masking. `--imported NAME=DIR` adds published models imported from Hugging Face
-(`python -m fairseq_struct.hf_import`): each task is prepared in its own tokenizer's units and
-fine-tuned from its weights (and from scratch, the same architecture), with no pretraining.
 """
 
 import argparse

@@ -1,11 +1,7 @@
 """How stable a grid's comparison is under one way of evaluating its runs (a checkpoint rule,
 a tuned length penalty): across seeds, do the systems' differences keep their sign, and how
-much does each system's score move?
-
-Input: one metric's test scores, system -> seed -> score. Every pair of systems is compared
-(not only against the baseline): their difference in a seed is the first's score minus the
-second's, over the seeds both finished.
-"""
+much does each system's score move? Every pair of systems is compared, over the seeds both
+finished, on one metric's test scores (system -> seed -> score)."""
 
 import itertools
 import statistics

@@ -2,22 +2,9 @@
 chooses (`grid.checkpoint_rules`), the length penalty tuned on the validation set if asked,
 then the test set translated and scored by `scripts/evaluate.sh`.
 
-    python -m fairseq_struct.grid.run_evaluation --run grids/en-tr/runs/bpe-tp_transformer-seed1 \\
-        --data grids/en-tr/data/bpe --tgt-lang tr --rule valid-nll --beam 5 \\
-        --out grids/en-tr/runs/bpe-tp_transformer-seed1/eval-valid-nll \\
-        --tune-lenpen 0.6 0.8 1.0 1.2 1.5 2.0 -- --cpu
-
-Only the validation set decides (the rule's validation decodes, the length penalty); the test
-set is translated once, by the chosen checkpoint. OUT receives the test's hyp.txt, scores.json
-and generate log, and `selection.json`: the rule, the chosen updates and files, their
-validation NLL and beam-1 BLEU from the training log, the scores the choice was made on and
-the length penalty's. Arguments after `--` go to every fairseq-generate call (e.g. `--cpu`).
-
-Every decode is kept in the run's `decodes/` (a directory per subset, checkpoint update(s),
-beam and length penalty; averaged weights in `decodes/average-<updates>.pt`) and reused by the
-run's other evaluations while the checkpoint files it came from are unchanged (path, size,
-modification time), with the same data and fairseq-generate arguments: rules that choose the
-same checkpoint translate the test set once.
+--out receives the test's hyp.txt, scores.json and generate log, and selection.json; arguments
+after `--` go to every fairseq-generate call. Every decode is kept in the run's `decodes/` and
+reused while its checkpoint files are unchanged.
 """
 
 import argparse

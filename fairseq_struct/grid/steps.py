@@ -1,30 +1,11 @@
 """The steps of an experiment grid: commands run once, skipped when their output is complete.
 
-A step is one command line (a preparation, a training run, an evaluation) of one system. It is
-complete when its marker, `<directory>/.<name>.done.json`, exists: written atomically after the
-command exits 0, with the command, its wall time (of all its attempts: a killed attempt is timed
-until its last output) and when it finished. A grid that is killed and
-started again therefore skips every finished step and runs the unfinished one again from the
-start of its command: fairseq-train picks up its own `checkpoint_last.pt`, the preparation its
-finished chunks, so little is redone even inside a step.
-
-A marker made by another command line (other budget, other data) is not silently reused: the
-step stops the grid and says which marker to delete, or to choose another output directory.
-Neither is the partial output of a killed attempt of another command line (fairseq-train would
-resume its checkpoint under the new budget): the log's last header names the command that left
-it, and the grid stops, naming the directory to delete. A step whose command starts afresh
-(`resumable=False`: an evaluation, whose kept decodes name what made them) just runs again.
-
-Each step's output (standard output and error) is appended to `<directory>/<name>.log`, a
-header line first, so the log of a killed attempt stays above the one that finished. A step
-that fails stops the grid with `StepFailed`: the system, the step, the exit status, its log
-file and the log's last lines. Steps finished before it keep their markers.
-
-Why not Snakemake: it would add some thirty pinned packages to every install for what is here
-a list of steps in order; and a marker keeps the partial output of an interrupted training run
-(which fairseq resumes), where Snakemake removes the outputs of a job it finds incomplete before
-it runs the job again. Running
-the steps of a grid on a cluster is `--launcher "srun --gres=gpu:1"`: each command is prefixed.
+A step (one command line of one system) is complete when its marker
+`<directory>/.<name>.done.json` exists, written atomically after the command exits 0 (the
+command, its wall time over all attempts, when it finished); its output is appended to
+`<directory>/<name>.log`, a header line naming the command before each attempt. A killed step
+runs again, resuming its output (fairseq-train its `checkpoint_last.pt`); a marker or a killed
+attempt left by another command line stops the grid instead, naming what to delete.
 """
 
 import json

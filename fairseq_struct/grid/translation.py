@@ -1,20 +1,8 @@
 """Table 4 of Soulos et al. as one command: {bpe, morph} × {transformer_relpos, tp_transformer}.
 
-    python -m fairseq_struct.grid.translation --tgt-lang tr \\
-        --train raw/train --valid raw/valid --test raw/test --out grids/en-tr \\
-        --profile cpu --max-update 2000 --seeds 1 2 3
-
-prepares the data once per segmentation mode (`scripts/prepare-parallel.sh`), trains every
-system with every seed with the same budget (`scripts/train-en-tr.sh`: one profile, the same
-updates, batch and learning-rate schedule for all), translates the test set with the checkpoint
-of each run that --checkpoint-rule chooses on the validation set (`grid.run_evaluation`, through
-`scripts/evaluate.sh`: sacreBLEU on the raw reference) and writes the report
-(`grid.translation_report`: report.md, report.json and figures in --out). Every step is skipped
-when it finished before (`grid.steps`), so a killed grid started again with the same command
-redoes only what was unfinished; `--systems` takes any subset, `--seeds` any number of seeds.
-
-The grid runs the project's shell scripts, so it runs from a checkout (where `make venv`
-installs the project). Layout of --out:
+Prepares, trains, evaluates and reports every system with every seed on one budget, skipping
+finished steps (docs/reproducing.md); it runs the checkout's shell scripts, so it runs from a
+clone. Layout of --out:
 
     data/<mode>/                 binarized data of a mode (prepare-parallel.sh --out)
     runs/<mode>-<arch>-seed<S>/  checkpoints/, train.log, eval/ (selection.json, hyp.txt,

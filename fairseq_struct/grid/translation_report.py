@@ -1,25 +1,7 @@
-"""The report of a translation grid: report.md, report.json and figures in the grid's directory.
-
-- Soulos et al.'s Table 4: one row per system (architecture × segmentation), BLEU, chrF
-  and chrF++ (sacreBLEU on the raw reference) as mean ± sample standard deviation over the
-  seeds that finished, each with sacreBLEU's paired bootstrap test against the baseline (the
-  first system). With several seeds, each seed is tested against the baseline's run with the
-  same seed and the largest p is reported: a difference is marked significant only when it is
-  significant for every seed, in the same direction (seeds significant both ways are named).
-- Density (Soulos et al.'s Figure 3): BLEU and chrF of each system (its first finished seed) by
-  morphemes per word of the reference, from the morph mode's segmented test reference.
-- The test set: pieces per word in each mode, morphemes per word, and C_D of the raw reference.
-- Validation curves (BLEU against updates, one colour per system, a line per seed), wall time
-  and updates of every run, the exact commands (each step's marker) and the versions.
-- For every run, the reported checkpoint (chosen by the grid's --checkpoint-rule on the
-  validation set, as the evaluation's selection.json records: its update or the updates
-  averaged, its validation NLL, the tuned length penalty) and the test outputs' length ratio and
-  brevity penalty; a ratio outside 0.9-1.1 is flagged in the run's row and marks its system in
-  the table (‡): the difference may lie in decoding, not in the model.
-- With --compare-rules, every run under each evaluation and how stable each keeps the systems'
-  differences across seeds (`grid.rule_stability`).
-A run that has not finished is listed as missing, and the means are over the finished seeds.
-"""
+"""The report of a translation grid: report.md, report.json and figures in the grid's directory:
+Soulos et al.'s Table 4 with paired bootstrap tests against the first system, BLEU by density
+(their Figure 3), test-set statistics, curves, each run's checkpoint and length ratio, and with
+--compare-rules each rule's stability (docs/reproducing.md, "Reading the report")."""
 
 import json
 import statistics
