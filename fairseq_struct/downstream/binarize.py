@@ -1,10 +1,8 @@
 """Write fine-tuning data as fairseq binarized datasets, the way fairseq-preprocess does.
 
-Each dataset is a pair `{split}.bin` / `{split}.idx` in fairseq's `mmap` format next to the
-`dict.txt` that gives its symbols, so that fairseq's own `sentence_prediction` task reads the
-sentence-classification data unchanged and the plugin's tasks load theirs with
-`data_utils.load_indexed_dataset`. Both files are written under temporary names and renamed,
-so a killed run never leaves a half-written dataset under its final name.
+Each dataset is `{split}.bin`/`{split}.idx` in fairseq's `mmap` format beside the `dict.txt` of
+its symbols, so that fairseq's `sentence_prediction` task and the plugin's tasks read it
+unchanged; both files are written under temporary names and renamed.
 """
 
 import os

@@ -1,11 +1,7 @@
 """The fine-tuning demo's table: each task and encoder, pretrained next to from scratch.
 
-    python -m fairseq_struct.downstream.demo_summary --runs demo-finetune-work/runs \\
-        --models roberta bert2d bert_elmo --tasks pos ner sentiment qa --json scores.json
-
-reads `RUNS/{model}-{task}-{pretrained,scratch}/scores.json` (written by downstream.predict)
-and prints the task's main metric: word accuracy (POS), entity F1 (NER), macro F1 and
-accuracy (sentiment), F1 and EM (QA).
+Reads `RUNS/{model}-{task}-{pretrained,scratch}/scores.json` (written by downstream.predict) and
+prints each task's main metrics (`MAIN_METRICS`).
 """
 
 import argparse

@@ -3,12 +3,9 @@
     python -m fairseq_struct.downstream.encoder_options checkpoints/bert2d/checkpoint_best.pt
     --arch bert2d_tiny --encoder-layers 2 --encoder-embed-dim 128 ... --relative-positions 16
 
-`fairseq-train --restore-file` loads weights into the model that the *command line* builds,
-so a fine-tuning run must repeat the architecture and every structure option of pretraining
-(2D positions, relative positions, Whole-Word Attention, ...); an option forgotten there either
-fails to load or, worse for options without weights (`--subword-id-strategy`), silently builds
-another model. `scripts/finetune.sh` passes what this prints, for fine-tuning and for the
-same architecture trained from scratch.
+`--restore-file` loads weights into the model the command line builds, so fine-tuning
+(`scripts/finetune.sh`) must repeat every structure option of pretraining: a forgotten option
+without weights (`--subword-id-strategy`) would silently build another model.
 """
 
 import argparse

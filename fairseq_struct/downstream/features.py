@@ -1,19 +1,10 @@
 """Model inputs of the three kinds of fine-tuning, built from cut units (design.md §5.4).
 
-Token ids follow fairseq's RoBERTa conventions: `<s>` first (the classification token),
-`</s>` after each segment, so a question-context pair is `<s> question </s> context </s>`, the
-shape of the NSP/SOP pairs the encoders were pretrained on (the struct encoders give the
-tokens after the first `</s>` the second segment embedding).
-
-- Sentence classification: units + `</s>` (fairseq's `sentence_prediction` adds `<s>`), cut
-  to the encoder's length.
-- Token classification: a word's label sits on its first unit; the other units and the special
-  tokens carry no label (`IGNORED_LABEL`). A sentence longer than the encoder takes is split
-  into windows of whole words, so every word gets a prediction; a single word with more units
-  than a window holds keeps only its first units (counted).
-- Extractive QA: the context is cut into windows of at most `max_length` tokens that start
-  `doc_stride` units apart (BERT's SQuAD recipe); the target of a window is the first and last
-  unit of the answer, or `<s>` (position 0) when the answer is not wholly inside the window.
+Token ids follow fairseq's RoBERTa conventions: `<s>` first, `</s>` after each segment, so a
+question-context pair is `<s> question </s> context </s>`. A word's label sits on its first unit
+(`IGNORED_LABEL` elsewhere); a sentence too long for the encoder is split into windows of whole
+words. QA windows start `doc_stride` units apart (BERT's SQuAD recipe) and point at `<s>` when
+the answer is not wholly inside.
 """
 
 from dataclasses import dataclass, field

@@ -1,18 +1,8 @@
 """Predict and score with a fine-tuned checkpoint: one command for every downstream task.
 
-    python -m fairseq_struct.downstream.predict checkpoints/ner/checkpoint_best.pt \\
-        --input raw/wikiner/test.conll --out-dir results/ner [--entity-fix]
-
-reads the raw test file in its original format, cuts it into the units of the pretraining
-run (as `downstream.prepare` did for training), runs the model and writes into --out-dir
-- the predictions in the input's format: `predictions.conll` (the input with a predicted
-  column), `predictions.conllu` (UPOS replaced), `predictions.txt` (one label a line, in the
-  input's order) or SQuAD's `predictions.json` (question id → answer);
-- `scores.json`, printed as a table: entity precision / recall / F1 (seqeval, IOB2) and per
-  type for NER; word accuracy for POS; accuracy and macro F1 (and per class) for sentiment;
-  EM and F1 (SQuAD v1.1) for QA.
-The data directory of the fine-tuning run (its dictionaries and `finetune.json`) is taken from
-the checkpoint, or from --data.
+The raw test file is cut into the pretraining run's units, as `downstream.prepare` did; the
+predictions are written in the input's own format, with `scores.json` (docs/finetuning.md).
+The fine-tuning data directory is the checkpoint's, or --data.
 """
 
 import argparse

@@ -1,14 +1,7 @@
 """Prepare a downstream data set for fine-tuning a pretrained encoder: one command per task.
 
-    python -m fairseq_struct.downstream.prepare ner --pretraining-data data-bin/tr-mlm-morph \\
-        --train raw/wikiner/train.conll --valid raw/wikiner/dev.conll --out-dir data-bin/ner
-    python -m fairseq_struct.downstream.prepare pos  ... --train tr_imst-ud-train.conllu ...
-    python -m fairseq_struct.downstream.prepare sentiment ... --train train.pos train.neg ...
-    python -m fairseq_struct.downstream.prepare qa ... --train train-v0.1.json --valid-fraction 0.1
-
-reads the raw files in the formats the data sets ship in (`readers`), cuts the text into the
-units of the pretraining run (`units`: its SentencePiece model in bpe or morph mode and its
-dictionary, or Moses words for BERT-ELMo), and writes fairseq binarized data into --out-dir:
+The raw files (`readers`) are cut into the units of the pretraining run (`morph.units`) and
+written as fairseq binarized data into --out-dir:
 
     input0/dict.txt, input0/{split}.bin|idx   token ids (`<s> ... </s>`)
     label/dict.txt, label/{split}.bin|idx     sentiment: one label per text (fairseq's
@@ -18,9 +11,6 @@ dictionary, or Moses words for BERT-ELMo), and writes fairseq binarized data int
                                               offsets, contexts and gold answers
     finetune.json                             task, labels, units, lengths, what was read,
                                               skipped, cut or split (the report)
-
-`--valid-fraction F` carves a seeded validation split out of the training file when the data
-set has no dev split (QA by paragraph, so that no context is in both).
 """
 
 import argparse

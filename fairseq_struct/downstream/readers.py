@@ -6,12 +6,6 @@
 | `read_conll` | `token<TAB>tag` (or `token tag`), GermEval 2014's 4-column TSV | NER |
 | `read_conllu` | CoNLL-U (UPOS, or another column) | POS (UD) |
 | `read_squad` | SQuAD v1.1 JSON (TQuAD: `answer_start` as a string) | QA |
-
-Every bad input is either a `DownstreamDataError` whose message starts with `file:line: ` (JSON:
-`file: question id X: ` or `file: data[i].paragraphs[j]: `), or is handled and counted in the
-`ReadReport` that every reader returns with its items. All files must be UTF-8; a byte-order mark
-at the start and CRLF line ends are tolerated. Word line numbers are kept (`TaggedSentence.lines`)
-so that `writers` can write predictions back into a copy of the input file.
 """
 
 import io

@@ -1,21 +1,10 @@
 """Run one fine-tuning configuration over several seeds and report mean ± std (design.md §5.4).
 
-    python -m fairseq_struct.downstream.seeds --seeds 1 2 3 4 5 \\
-        --scores 'results/ner-seed{seed}/scores.json' --metric f1 --name bert2d-ner \\
-        --out results/bert2d-ner.seeds.json -- \\
-        bash -c 'fairseq-train ... --seed {seed} --save-dir ckpt/seed{seed} && ...'
-
-For every seed, `{seed}` is replaced in each argument of the command after `--` and in the
-`--scores` path, and the command runs as given: through no shell unless it names one (as
-`bash -c` above), with its output going straight to the terminal. Only the literal `{seed}` is
-replaced, so other braces (a shell's `${x}`, JSON) pass unchanged. A failing command stops the
-run with its exit code. A seed whose scores file already exists is skipped unless `--rerun`, so
-a run that was killed resumes where it stopped.
-
-The metric is read from each seed's scores JSON, flat or nested (`dev.f1` reads
-`{"dev": {"f1": ...}}`). The summary, `{"name", "metric", "seeds", "scores", "mean", "std"}`
-with the sample standard deviation (ddof = 1; 0 for one seed), is what
-`python -m fairseq_struct.eval.almost_stochastic_order` compares.
+Only the literal `{seed}` is replaced, in each argument of the command after `--` and in
+`--scores`; the command runs through no shell unless it names one (`bash -c '...'`). A seed whose
+scores file exists is skipped unless `--rerun`, so a killed run resumes. The summary, which
+`eval.almost_stochastic_order` reads: `{"name", "metric", "seeds", "scores", "mean", "std"}`,
+with the sample standard deviation (0 for one seed).
 """
 
 import argparse

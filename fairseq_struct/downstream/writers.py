@@ -1,10 +1,8 @@
 """Writers of downstream predictions in the formats their inputs came in.
 
-Tagging predictions go back into a copy of the input file (found through the `path` and `lines`
-of each `readers.TaggedSentence`), so that the output lines up with the gold file line by line
-and any CoNLL evaluation script can read it. Those copies keep every byte of the input they do
-not change: a byte-order mark, CRLF line ends, comments, blank and `-DOCSTART-` lines. Every
-file is written atomically (complete or not at all).
+Tagging predictions go into a copy of the input file (through each `readers.TaggedSentence`'s
+`path` and `lines`) that keeps every byte it does not change, so that it lines up with the gold
+file for any CoNLL evaluation script. Every file is written atomically.
 """
 
 from pathlib import Path
