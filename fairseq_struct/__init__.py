@@ -1,11 +1,8 @@
 """fairseq-struct: structure-aware models for morphologically rich languages, as a fairseq plugin.
 
-fairseq imports this package for `--user-dir` (fairseq-train, fairseq-generate, torchrun and
-the workers they spawn) after importing itself: the package then registers its components
-(`register`, which imports `plugin`: the repairs of fairseq and torch, then every model, task,
-criterion and text encoder). A command line that needs no model (`fairseq-struct score`, ...)
-imports the package before fairseq, and so starts without torch or fairseq; the code that
-loads a model (the commands, the hub's `from_pretrained`) calls `fairseq_struct.register()`.
+When fairseq imports the package (`--user-dir`), it registers its components (`register`). A
+command that needs no model imports it before fairseq, and so starts without torch or fairseq;
+code that loads a model calls `fairseq_struct.register()` first.
 """
 
 import sys

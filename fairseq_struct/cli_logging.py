@@ -1,9 +1,5 @@
-"""Logging for the project's command lines (`fairseq-struct COMMAND`, `python -m fairseq_struct...`).
-
-Importing fairseq sets the root logger to DEBUG with a handler of its own, so every library's
-debug chatter (matplotlib's font search, Morfessor's per-word steps) would reach the terminal.
-The command lines set it to INFO first.
-"""
+"""Logging for the project's command lines: INFO on standard error, configured first, because
+importing fairseq sets the root logger to DEBUG and every library's debug chatter would show."""
 
 import logging
 import sys

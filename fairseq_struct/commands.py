@@ -1,10 +1,9 @@
 """The front door: `fairseq-struct COMMAND [ARGS...]`, the one console script `pip install` puts
 on PATH.
 
-`fairseq-struct score ...` runs the same `main` as `python -m fairseq_struct.eval.score ...`,
-with the project's logging set first. `fairseq-struct --help` lists every command by group,
-one line each, from the table below; a command's module is imported only when it runs, so a
-command that needs no model starts without torch or fairseq.
+Each command runs its module's `main`, as `python -m` does, with the project's logging set
+first; the module is imported only when the command runs, so `--help` and the commands that need
+no model start without torch or fairseq.
 """
 
 import importlib

@@ -1,27 +1,9 @@
 """Validated reading of raw parallel text, and atomic writing of what is made from it.
 
-Every line must survive the whole pipeline unchanged (segmentation, SentencePiece, stock
-fairseq-preprocess, `pieces_to_text`), so a line is rejected when it holds something that some
-stage would silently change:
-
-| problem | why | train | valid, test |
-|---|---|---|---|
-| files of different length | pairs would be misaligned | error | error |
-| invalid UTF-8 | nothing downstream can read it | error | error |
-| U+FFED or U+2581 | reserved marks (morpheme boundary, word start) | error | error |
-| empty line (also one of whitespace only) | nothing to translate or to score against | dropped | error |
-
-Dropping a pair keeps training possible on a noisy crawl; valid and test references must stay
-aligned with the sources and with other systems' outputs, so there a problem stops the run.
-Words longer than LONG_WORD_CHARS characters are kept (they only make many pieces) and counted.
-
-Whitespace is normalised in every split: leading and trailing whitespace goes, and every run of
-whitespace (spaces, tabs, no-break spaces, a stray CR) becomes one space. SentencePiece decoding
-could not restore the edges, and fairseq-preprocess would split a piece at a tab; real test sets
-have such lines (FLORES-200's `tur_Latn.devtest`: 17 with a space at an edge, 4 with a double
-space). sacreBLEU's tokenizers and chrF ignore whitespace runs, so scores against the untouched
-reference do not change: the split keeps the untouched lines too (`raw_source`, `raw_target`,
-written as `*.raw.*` for scoring) and the report counts the lines normalised.
+Files of different lengths, and a line that some stage would silently change (invalid UTF-8, the
+reserved marks U+FFED and U+2581), are errors naming file and line; an empty line drops its pair
+from training and is an error in valid and test, whose references must stay aligned. Whitespace
+is normalised in every split, the untouched lines kept for scoring (docs/segmentation.md).
 """
 
 import json

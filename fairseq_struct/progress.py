@@ -1,9 +1,7 @@
 """`StageProgress`: lines done, lines/s and ETA of one long stage of a command line.
 
-On a terminal it is a tqdm bar (one per stage). Elsewhere (a log file, a SLURM job, a test's
-captured output) a bar's carriage returns would fill the log, so the bar is off and a log line
-is written every `log_every` items instead, with the same figures. `seconds` is the stage's
-wall time, for the reports that give each stage's time.
+A tqdm bar on a terminal; elsewhere (a log file, a SLURM job) a log line every `log_every` items
+with the same figures, since a bar's carriage returns would fill the log.
 """
 
 import logging
