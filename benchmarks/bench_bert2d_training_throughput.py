@@ -1,27 +1,9 @@
 """Masked-LM training throughput of BERT2D vs fairseq's stock RoBERTa of equal size (design.md §6).
 
-Side a is `bert2d_base` (2D word + subword positions, M = 3, uniform subword ids, 2 segment
-embeddings: the arch defaults), side b fairseq's own `roberta_base` (learned 1D positions): both
-12 layers, d 768, 12 heads, ffn 3072, the same piece dictionary and the same tied LM head. Both
-train on the same batch of Turkish-like SentencePiece text (synthetic, fixed seed): a 30,000-word
-vocabulary drawn with Zipf's law, each word a stem piece ("\u2581...") plus Poisson(0.45) suffix
-pieces, so ~1.5 pieces per word; rows of exactly `--seq-len` tokens (<s> ... </s>, no padding),
-15% whole-word masking with 80/10/10 by the task's own `mask_tokens`.
-
-One training step is what fairseq-train does with the `masked_lm_struct` criterion: forward in
-train mode (dropout on) to the features (bert2d also gets the task's `word_starts`), the LM head
-on the masked positions only (picked by their flat indices, as the criterion does),
-cross-entropy over the targets, backward, and an AdamW step. The sides are timed in turns
-(a, b, a, b, ...) after a warm-up; each side's figure is the median of the repeats. Throughput
-is input tokens per second (all tokens of the batch, <s> and </s> included: fairseq's `wps`).
-
-    .venv/bin/python benchmarks/bench_bert2d_training_throughput.py
-    .venv/bin/python benchmarks/bench_bert2d_training_throughput.py --layers 1 --embed-dim 64 \
-        --repeats 1 --warmup-steps 1
-
-Prints one JSON line on stdout; logs go to stderr. A missed target is reported in the JSON
-(`meets_target`), not in the exit status. `turkish_like_text` and the step are shared with
-`bench_bert_elmo_training_throughput.py`.
+`.venv/bin/python benchmarks/bench_bert2d_training_throughput.py` prints one JSON line: tokens/s of
+`bert2d_base` (a) and `roberta_base` (b) and `ratio` (a / b); its batch and step also serve
+bench_bert_elmo_training_throughput.py. Details and figures:
+benchmarks/README.md#bench_bert2d_training_throughputpy.
 """
 
 import argparse

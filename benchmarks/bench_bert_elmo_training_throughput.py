@@ -1,30 +1,8 @@
 """Masked-LM training throughput of BERT-ELMo vs the same BERT on the same text (design.md §6).
 
-Side a is `bert_elmo_base` (character-CNN word embeddings, word-level MLM output over the whole
-word dictionary by default), side b "the same BERT": by default `bert2d_base` with
-`--position-embedding 1d`, i.e. BERT's 1D position table in the very encoder that bert_elmo uses
-(same 12 layers, d 768, 12 heads, ffn 3072, 2 segment embeddings), reading SentencePiece pieces
-with a tied LM head over the piece dictionary (`--arch-b roberta_base` gives fairseq's stock
-roberta instead). Both read the *same text* (synthetic Turkish-like, fixed seed, see
-`bench_bert2d_training_throughput.turkish_like_text`): a 30,000-word vocabulary of 2-15
-characters drawn with Zipf's law, so a batch holds the few hundred distinct words of real text;
-BERT sees each word as ~1.5 pieces (rows of exactly `--seq-len` pieces with <s> and </s>),
-BERT-ELMo the same words one token each (right-padded to its longest row). The same words are
-masked on both sides (15% whole-word masking, 80/10/10, drawn once by the task's `mask_tokens`
-on the word rows and applied to every piece of a chosen word).
-
-A training step is the `masked_lm_struct` criterion's MLM loss (features, LM head on the masked
-positions, cross-entropy), backward and an AdamW step, as in the BERT2D benchmark. The sides
-are timed in turns after a warm-up; each figure is the median of the repeats. Since BERT needs
-~1.5 tokens per word, the compared rate is *words of text per second* (whitespace words, <s>
-and </s> excluded, the same count on both sides); raw input tokens per second are reported too.
-
-    .venv/bin/python benchmarks/bench_bert_elmo_training_throughput.py
-    .venv/bin/python benchmarks/bench_bert_elmo_training_throughput.py --layers 1 --embed-dim 64 \
-        --repeats 1 --warmup-steps 1
-
-Prints one JSON line on stdout; logs go to stderr. A missed target is reported in the JSON
-(`meets_target`), not in the exit status.
+`.venv/bin/python benchmarks/bench_bert_elmo_training_throughput.py` prints one JSON line: words of
+text/s of `bert_elmo_base` (a) and of BERT on pieces (b), `ratio` (a / b) and `ratio_tokens` (by
+input tokens). Details: benchmarks/README.md#bench_bert_elmo_training_throughputpy.
 """
 
 import argparse

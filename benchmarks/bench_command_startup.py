@@ -1,16 +1,9 @@
-"""What starting a command costs: CPU seconds of a new `python -m fairseq_struct COMMAND`
-process running `--help` (every command) and a small real run (the commands that need no
-model), against a new process that imports the plugin (torch, fairseq and the registered
-models: what every command paid before the front door loaded model code only when needed).
+"""CPU seconds of a new `python -m fairseq_struct COMMAND` process (`--help` of every command and a
+small run of each one that needs no model) against a new process that imports the plugin.
 
-    python benchmarks/bench_command_startup.py [--repeats 3]
-
-Prints one JSON line: the baseline's CPU seconds, each command's (the best of --repeats), the
-slowest `--help` and model-free run, those over the goal (at most 0.5 s for a command that needs
-no model), and the slowest as a fraction of the baseline. A run's seconds include its work:
-ASO's deepsig loads pandas and scipy, density buckets draw with matplotlib, the labelled demo
-generates its QA splits. tests/test_command_startup.py checks that none imports torch or
-fairseq.
+`.venv/bin/python benchmarks/bench_command_startup.py --repeats 3` prints one JSON line: the
+baseline's CPU seconds, each command's, the slowest, and those over the goal. The goal and the
+figures: benchmarks/README.md#bench_command_startuppy.
 """
 
 import argparse

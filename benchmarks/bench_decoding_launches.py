@@ -1,20 +1,8 @@
 """Kernel launches of one beam-search step, counted on the CPU.
 
-A GPU beam search that waits on its launches shows the same count on any machine: the kernel-
-launching ATen operations (views, allocations and metadata left out: fairseq_struct/testing/
-operation_count.py) of each decoder call of fairseq's SequenceGenerator, the models prepared
-for inference as fairseq-generate and fairseq-struct translate prepare them
-(`prepare_for_inference_`: attention weights of the alignment layer only). The search is
-forced to `--steps` tokens and EOS (min_len = max_len), so every call after the first is the
-same step; `step` is one of those, `first_step` the first call (which also projects the
-encoder output for cross-attention), `search` the whole search with its encoder pass.
-
-`tp_transformer_base` (a) against fairseq's `transformer` of the same size (b); target
-a / b <= 1.15 for `step`. The counts depend neither on the batch nor on the widths
-(`--widths small`, as bench_update_launches.py; tests/inference/test_decoding_launches.py runs
-that).
-
-    .venv/bin/python benchmarks/bench_decoding_launches.py
+`.venv/bin/python benchmarks/bench_decoding_launches.py` prints one JSON line: the `step`,
+`first_step` and `search` counts of `tp_transformer_base` (a) and stock `transformer` (b), and
+`ratio` (step of a / step of b). Details: benchmarks/README.md#bench_decoding_launchespy.
 """
 
 import argparse

@@ -1,18 +1,8 @@
 """Whole fairseq-train runs: updates/s of fairseq's own update against the project's.
 
-bench_gpu_training.py times the update alone; here `fairseq-train --user-dir fairseq_struct`
-runs as a user runs it, with its data loading, logging and the trainer's own synchronisations,
-on synthetic binarized data (random sentences of --sentence-len tokens over a joined dictionary,
-written with fairseq's indexed dataset builder): once with fairseq's per-tensor optimizer step,
-gradient norm and master-weight copies put back (fairseq_struct.fixes.stock_update, as if
-the plugin had no repairs: `stock`), once as installed (`project`). Each run trains --updates
-updates; the rate is measured from the end of update --skip to the end of the last (the device
-synchronised at both ends), so start-up, data loading's first batches and warm-up stay out.
-
-One JSON line: the two rates, their ratio (project / stock) and the settings.
-
-    python benchmarks/bench_fairseq_train.py --device cuda --dtype bf16 --max-tokens 4096
-    .venv/bin/python benchmarks/bench_fairseq_train.py --tiny     # a smoke run on the CPU
+`python benchmarks/bench_fairseq_train.py --device cuda --dtype bf16 --max-tokens 4096` (`--tiny`:
+a smoke run on the CPU) prints one JSON line: the `stock` and `project` runs' timed updates/s and
+`ratio` (project / stock). What is timed: benchmarks/README.md#bench_fairseq_trainpy.
 """
 
 import argparse

@@ -1,50 +1,9 @@
 """GPU benchmarks: tokens/s, peak memory and MFU, candidate vs stock.
 
-One JSON line per comparison on stdout (logs on stderr), each with both sides' figures, the
-ratio candidate / baseline, the target, the device's name and the dense bf16 peak used for MFU:
-
-- `translation_training`, twice: 80 sentences x 30 tokens, and a batch of --max-tokens 4,096
-  (fairseq's meaning: sentences x padded length <= 4,096, so 136 x 30); `tp_transformer_base`
-  vs fairseq's stock `transformer` of equal size (6+6 layers, d 512, 8 heads of 64, ffn 2048;
-  the TP-Transformer adds role projections and Shaw tables). Target ratio >= 0.85; goal for
-  tp_transformer_base: MFU >= 0.40 in bf16 (a goal set for an H100, whose dense bf16 peak
-  the H200 shares).
-- `translation_generation`: fairseq's `SequenceGenerator`, beam 5, on random source sentences,
-  every hypothesis forced to exactly --gen-steps tokens + EOS (as bench_tp_generation_speed.py,
-  whose batch and check it uses). Target >= 0.9.
-- `mlm_training`: `bert2d_base` vs fairseq's `roberta_base`, 32 rows of 512 tokens
-  (--mlm-batch-size) of Turkish-like pieces with 15% whole-word masking
-  (bench_bert2d_training_throughput.py's text). Target >= 0.9.
-- `whole_word_attention`: one attention layer of bert-base size at 2,048 tokens, forward +
-  backward: Whole-Word Attention vs fairseq's `MultiheadAttention` (torch's fused
-  scaled-dot-product attention) and vs Shaw full attention; memory and time stated as they come.
-
-Training steps follow fairseq-train's update with `--bf16`: the model's weights are cast to bf16
-(as fairseq's Trainer does), fairseq's `FP16Optimizer` keeps fp32 master weights and gradients
-around fairseq's `adam` (FusedAdam when apex or fairseq's CUDA extension is installed, else
-fairseq's own Adam: the JSON names it), no loss scaling in bf16; each step is zero_grad,
-forward, fairseq's loss summed over the batch (label-smoothed NLL, or the masked_lm_struct
-criterion's cross-entropy on the masked tokens), `optimizer.backward`, gradients divided by
-sample_size, `clip_grad_norm(0)` (fairseq-train computes the norm every update) and
-`optimizer.step`. `--mixed-precision autocast` instead keeps fp32 weights, runs forward and loss
-under `torch.autocast(bfloat16)` and steps fairseq's Adam on them. `--dtype fp32` is the plain
-fp32 path. Generation casts the weights to the dtype (fairseq-generate 0.12 has `--fp16` only).
-
-Timing: sides built in one process, warmed up (--warmup-steps, excluded), then timed in turns
-(a, b, a, b, ...) --repeats times --steps steps (one batch per repeat for generation),
-`torch.cuda.synchronize` before each clock read (interleaved_timing.timed); figures are medians. Peak memory on CUDA: the highest
-`torch.cuda.max_memory_allocated` during one step after the warm-up, minus what was allocated
-before the side was built (its weights, master copies, optimizer state and activations; the
-other side's memory is left out). On a CPU only the step's transient peak above what is
-resident is measured (torch.profiler), and MFU needs --peak-tflops. MFU = model FLOPs per step
-(model_flops.py: 6·N-style count from the architecture, attention and relative-position terms
-included, no recomputation) / median seconds per step / the device's dense bf16 peak.
-
-    .venv/bin/python benchmarks/bench_gpu_training.py --device cpu --dtype fp32 --tiny
-    python3 benchmarks/bench_gpu_training.py --device cuda --dtype bf16 --tiny  # seconds
-    python3 benchmarks/bench_gpu_training.py --device cuda --dtype bf16        # minutes
-
-A missed target is reported in the JSON (`meets_target`), not in the exit status.
+`python3 benchmarks/bench_gpu_training.py --device cuda --dtype bf16` prints one JSON line per
+comparison, each with its sides' figures, the ratio, the target, the device's name and the dense
+bf16 peak used for MFU. The comparisons, the training step, how peak memory and MFU are measured,
+and the figures: benchmarks/README.md#bench_gpu_trainingpy.
 """
 
 import argparse

@@ -1,13 +1,9 @@
-"""What importing a Hugging Face BERT costs: seconds and peak memory of
-`python -m fairseq_struct.hf_import` against loading the same model in transformers
-(`BertForPreTraining.from_pretrained`), each a new process, alternated, the best of --repeats.
+"""Seconds and peak memory of `python -m fairseq_struct.hf_import` of a Hugging Face BERT against
+transformers' `BertForPreTraining.from_pretrained` of the same directory.
 
-    python benchmarks/bench_hf_import.py            # BERT-base: 110M parameters, 32k vocabulary
-
-A random BERT of the given size is saved here first (safetensors, a WordPiece vocabulary of
-generated pieces: the weights' conversion is what is measured). Prints one JSON line: the
-weights' size, each side's seconds and peak RSS, the import's peak RSS as a multiple of the
-weights (goal: at most 2.5) and its seconds as a multiple of transformers' load.
+`.venv/bin/python benchmarks/bench_hf_import.py` prints one JSON line: the weights' size, each
+side's seconds and peak RSS, and the import's peak RSS over the weights (`rss_ratio_to_weights`).
+Figures: benchmarks/README.md#bench_hf_importpy.
 """
 
 import argparse

@@ -1,47 +1,9 @@
 """Peak memory and speed of translation-data preparation as the corpus grows.
 
-    .venv/bin/python benchmarks/bench_prepare_scale.py           # demo grammar, 100k and 1M, bpe
-    .venv/bin/python benchmarks/bench_prepare_scale.py --sizes 100000 --modes morph
-    .venv/bin/python benchmarks/bench_prepare_scale.py --sizes 100000 1000000 --valid-size 1000 \\
-        --text-en ../shared/data/en-tr-tatoeba/tatoeba.en \\
-        --text-tr ../shared/data/en-tr-tatoeba/tatoeba.tr
-
-For each size N of --sizes a corpus of N English-Turkish training pairs is written into a
-temporary directory, with valid and test splits of --valid-size pairs each, disjoint from train:
-
-- by default from the demo grammar (`fairseq_struct/demo_data/synthetic_en_tr.py`): valid and test are
-  its first distinct pairs (`generate_corpus`), train is the grammar's stream of `sample_pair`
-  from its own seed (with the repeats a grammar makes, as real text has), leaving out every pair
-  whose English or Turkish side is in valid or test;
-- with --text-en/--text-tr from real parallel text: the distinct pairs are shuffled (fixed
-  seed), valid and test are taken first, the pairs sharing a side with them are left out, and
-  the rest is repeated, shuffled again on every repetition, until N lines.
-
-The train file of a smaller N is a prefix of that of a larger one. Then
-`python -m fairseq_struct.morph.prepare` runs in a subprocess for each size and --modes entry,
-called only through its command line (`--workers` is passed only where its --help lists it;
---prepare-args adds options), so the same script measures the implementation before and after
-a rewrite. While it runs, a thread samples every --interval s the resident memory of the whole
-process tree (the process and all its children, summed: `peak_rss_mib`, the measure of the target)
-and, from `wait4`, the largest RSS any single process of the tree reached
-(`peak_rss_single_process_mib`, exact, not sampled). Summed RSS counts the pages that forked
-workers share with their parent (the imported torch, Zemberek's tables) once per process;
-`peak_pss_mib` counts them once (summed PSS, read on every 5th sample while the tree has several
-processes). `import_rss_mib` is the peak of a process that only imports prepare (about 360 MiB:
-the package pulls in torch and fairseq); `peak_rss_above_import_mib` is what the corpus adds.
-
-Prints one JSON line per (size, mode) on stdout: `peak_rss_mib`, `seconds` (wall clock),
-`pairs_per_s` (training pairs N / seconds; `pairs_per_s_after_import` leaves out the seconds a
-process takes to import prepare, the faster of two runs: its --help and a bare import; noisy
-unless the run is much longer than that), `cpu_s` of the tree, `bytes_written` under the output
-directory, the CPU count and load average, and the per-stage times that prepare_report.json
-holds (`*seconds` entries; --phases adds the peak memory between consecutive log lines of
-prepare). After all sizes of a mode, one summary line:
-`peak_rss_ratio` = peak at the largest size / at the smallest (target <= 1.2) and
-`throughput_ratio` = pairs/s at the largest / at the smallest (target >= 0.9), each with its
-`meets_target`, and `extrapolated_36m`: time and memory for 36 million pairs from the straight
-line through the smallest and the largest size (an extrapolation, not a measurement). Logs go to
-stderr; the exit status is non-zero only on an error (a missed target is `false` in the JSON).
+`.venv/bin/python benchmarks/bench_prepare_scale.py` prints one JSON line per size and mode
+(`peak_rss_mib` of the process tree, `pairs_per_s`, stage times), then one per mode with
+`peak_rss_ratio`, `throughput_ratio` and `extrapolated_36m`. The corpus, the measures and the
+figures: benchmarks/README.md#bench_prepare_scalepy.
 """
 
 import argparse

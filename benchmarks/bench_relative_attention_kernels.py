@@ -1,38 +1,14 @@
 """Shaw relative self-attention: the current gather/scatter math vs flex_attention.
 
-Both sides compute, from q (already scaled by head_dim**-0.5), k, v (B, H, T, d), the tables
-a^K, a^V (2k+1, d) shared by the heads and a key padding mask (B, T), True at padding:
+Both compute, from q (scaled by head_dim**-0.5), k, v (B, H, T, d), the tables a^K, a^V (2k+1, d)
+and a key padding mask (B, T), True at padding:
 
     out_i = sum_j alpha_ij (v_j + a^V[b_ij]),   b_ij = clip(j - i, -k, k) + k,
     alpha_i = softmax_j(q_i . k_j + q_i . a^K[b_ij]), padded keys at -inf.
 
-- gather_scatter: the math of `RoleRelativeMultiheadAttention` with `RelativePositionEmbeddings`
-  (T x T logits plus a gather from q (a^K)^T, softmax in fp32 cast back, probs @ v plus the probs
-  scattered into 2k+1 buckets @ a^V).
-- flex: torch.compile'd `flex_attention`, the key term a score_mod that indexes q (a^K)^T
-  (B, H, T, 2k+1), the padding in the block mask. The value term needs the probabilities only on
-  the band |j - i| <= k (their logits recomputed there: O(T (2k+1)) memory, no T x T tensor) and two
-  edge masses (keys further than k to the left weigh a^V[0], to the right a^V[2k]). Two exact ways
-  (`--masses`):
-  - lse: band alpha = exp(logit - lse) with flex's log-sum-exp (`AuxRequest(lse=True)`), left mass
-    exp(lse_left - lse) from a second call masked to j < i - k, right mass 1 - band - left;
-  - split: one call over the keys laid out three times, copy c allowed only in region c (left,
-    band, right) of query i, values [v | one-hot(c)]: the three last output columns are the three
-    masses, and band alpha = band mass * softmax of the band logits. It needs no lse.
-
-In torch 2.13 flex_attention refuses CPU inputs that require grad ("FlexAttention does not support
-backward on CPU") and inductor's CPU flex kernel does inference only, without lse. So on CPU only
-`split` runs, forward only; the JSON carries the errors. Both sides are therefore also timed
-forward-only (no_grad); `*_ms` is forward + backward of (out * g).sum() with respect to q, k, v,
-a^K and a^V. Timings are medians of repeats taken in turns (gather_scatter, flex variants, ...)
-after a warm-up whose first flex call includes the compilation (`flex_first_call_s`). Agreement:
-max |difference| of the output and of the five gradients against gather_scatter in the same dtype,
-and of the output against gather_scatter in float64 (`max_abs_err_vs_fp64`).
-
-    .venv/bin/python benchmarks/bench_relative_attention_kernels.py --lengths 128 512
-    .venv/bin/python benchmarks/bench_relative_attention_kernels.py --device cuda --dtype bf16
-
-Prints one JSON line per length on stdout; logs go to stderr.
+`.venv/bin/python benchmarks/bench_relative_attention_kernels.py --lengths 128 512` prints one
+JSON line per length: milliseconds, peak memory and agreement of both. The flex variants
+(`--masses`), the fields and the figures: benchmarks/README.md#bench_relative_attention_kernelspy.
 """
 
 import argparse

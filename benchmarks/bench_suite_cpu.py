@@ -1,34 +1,8 @@
 """The test suite's CPU time against a baseline commit's.
 
-    .venv/bin/python benchmarks/bench_suite_cpu.py --baseline 12f851c
-    .venv/bin/python benchmarks/bench_suite_cpu.py --baseline 12f851c --logs suite-logs \\
-        --inventory suite-logs/inventory.jsonl
-
-The baseline commit, then --commit (default HEAD), is cloned from this repository into a
-temporary directory with `../shared` beside it (a link to --shared, by default this checkout's
-`../shared` where it exists), and its suite runs as `make test` runs it: `python -m compileall -q
-fairseq_struct benchmarks`, then `python -m pytest -q -n auto --dist load tests`, with the clone
-first on PYTHONPATH and this checkout's virtual environment first on PATH: one interpreter and one
-set of packages for both runs, so that only the code differs. Commits are measured, not the
-working tree. Each run gets a new, empty torch inductor cache (TORCHINDUCTOR_CACHE_DIR), so
-both compile what they compile as on a fresh machine, as CI does; a warm cache in one run and a
-cold one in the other differs by about 30 s of CPU on a 2-core machine.
-
-CPU is user + sys of everything the run waited for (the figure `time make test` prints), from
-`getrusage(RUSAGE_CHILDREN)` around each run. The machine must be otherwise idle: the two runs
-follow each other, and a machine's speed drifts by 5-15 % between sessions, so compare the
-ratio, not figures of different days.
-
---inventory FILE adds a pytest plugin (`suite_cpu_inventory.py`, beside this file) to the
---commit run: one JSON line per test phase with the CPU of its worker's process tree (the worker,
-the commands it started and the preloaded servers' forks, through their parents' reaped-children
-times; with two or more workers, a command run in a server the other worker started counts in
-that worker's phase). It reads /proc three times a test, which adds 1-2 % to that run's CPU.
-
-Prints one JSON line: `cpu_s` and `baseline_cpu_s`, `ratio` (target <= 0.65, the suite's CPU
-budget) and `meets_target`, each run's wall seconds and pytest summary. Exit status 1 when a run's tests fail
-(its CPU is then no measure of the suite); --logs DIR keeps each run's output there, which ends
-with pytest's 30 slowest test phases (`--durations=30`).
+`.venv/bin/python benchmarks/bench_suite_cpu.py --baseline 12f851c` prints one JSON line: `cpu_s`
+and `baseline_cpu_s`, `ratio`, each run's wall seconds and pytest summary (exit status 1 when a
+run's tests fail). How the runs are made and the figures: benchmarks/README.md#bench_suite_cpupy.
 """
 
 import argparse

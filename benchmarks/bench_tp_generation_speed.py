@@ -1,17 +1,8 @@
 """Beam-search speed of the TP-Transformer vs fairseq's stock Transformer (design.md §6).
 
-`tp_transformer_base` and fairseq's `transformer` (6+6 layers, d_model 512, 8 heads, ffn 2048:
-the base / `transformer_wmt_en_de` configuration) translate the same batch of random source
-sentences with fairseq's `SequenceGenerator` (beam 5), timed in turns (A, B, A, B, ...) in one
-process after a warm-up. The models are randomly initialised, so their outputs would stop at
-unrelated lengths; `min_len = max_len = --steps` (with `max_len_a = 0`) forbids EOS before step N
-and forces it at step N, so every hypothesis of both models is exactly N tokens + EOS and each
-batch takes N + 1 decoder steps. The script checks that it did.
-
-    .venv/bin/python benchmarks/bench_tp_generation_speed.py --batch-size 16 --repeats 7
-
-Prints one JSON line on stdout; logs go to stderr. A missed target is reported in the JSON
-(`meets_target`), not in the exit status.
+`.venv/bin/python benchmarks/bench_tp_generation_speed.py` prints one JSON line:
+`sentences_per_s_tp`, `sentences_per_s_stock` and `ratio` (tp / stock). How every hypothesis is
+held to `--steps` tokens, and the figures: benchmarks/README.md#bench_tp_generation_speedpy.
 """
 
 import argparse

@@ -1,15 +1,8 @@
 """Training throughput of the TP-Transformer vs its relative-position baseline (design.md §6).
 
-Both models (`tp_transformer_base` and the parameter-matched `transformer_relpos_base`) train on
-the same synthetic batch in the same process, timed in turns (A, B, A, B, ...) after a warm-up, so
-that load from other processes hits both sides alike. One full training step is: forward in train
-mode (dropout on), fairseq's label-smoothed cross-entropy, backward, optimizer step. Throughput is
-counted in target tokens per second, which is what fairseq-train reports as "wps".
-
-    .venv/bin/python benchmarks/bench_tp_training_throughput.py --batch-size 8 --repeats 7
-
-Prints one JSON line on stdout; logs go to stderr. A missed target is reported in the JSON
-(`meets_target`), not in the exit status.
+`.venv/bin/python benchmarks/bench_tp_training_throughput.py` prints one JSON line: target words/s
+of both (`words_per_s_a`, `words_per_s_b`) and `ratio` (a / b). The step and the figures:
+benchmarks/README.md#bench_tp_training_throughputpy.
 """
 
 import argparse

@@ -1,22 +1,9 @@
 """Sentences/s of `fairseq-struct translate` from raw text vs stock `fairseq-generate` on the
 binarized test set: the same model, the same sentences, beam 5, on the CPU.
 
-    .venv/bin/python benchmarks/bench_translate_speed.py \\
-        --data data-bin/demo-en-tr-morph --path demo-work/checkpoints-morph/checkpoint_best.pt
-
-(`make demo` leaves that model and data.) The test set of --data is repeated --copies times
-(3,000 sentences by default from the demo's 500, the size of a WMT newstest): the raw source
-(`test.raw.<src>`) for fairseq-struct translate, and its SentencePiece text binarized by
-fairseq-preprocess with the data's dictionaries for fairseq-generate. Each side is a whole
-command as a user runs it, start-up and model loading included: fairseq-struct translate
-reads raw text and writes plain text; fairseq-generate (`--task translation_morph`, the same
---max-tokens 12000 batches) reads the binarized set and prints its log. They run in turns
-(A, B, A, B, ...) --repeats times and the median wall time of each gives its sentences/s. The
-plain-text hypotheses of both (fairseq-generate's through `eval.generate_output`) are compared
-line for line and the count of differing lines reported.
-
-Prints one JSON line on stdout; logs go to stderr. A missed target is reported in the JSON
-(`meets_target`), not in the exit status.
+`.venv/bin/python benchmarks/bench_translate_speed.py --data DATA --path CHECKPOINT` prints one
+JSON line: both commands' seconds and sentences/s, `ratio` and `differing_lines`. The demo's
+command, how each side runs and the figures: benchmarks/README.md#bench_translate_speedpy.
 """
 
 import argparse

@@ -1,28 +1,8 @@
 """Speed of the project's Turkish segmenter against Zemberek's per-sentence one (design.md §3).
 
-    .venv/bin/python benchmarks/bench_turkish_segmentation.py FILE [--reference-lines 900]
-    .venv/bin/python benchmarks/bench_turkish_segmentation.py FILE --lines 4000 --workers 2 \
-        --segmentation-cache /tmp/tr-segmentation.sqlite
-
-FILE: Turkish text, e.g. ../shared/data/tr-raw/tr_wikiner_train_sentences.txt (Wikipedia).
-
-The reference is `analyze_and_disambiguate(line).best_analysis()` line by line; the project is
-`TurkishSegmenter.segment_many` on blocks of 250 lines (as `segment_lines` works in batches)
-starting with empty caches ("cold": every word type of the file is analysed once, so its rate
-grows with the length of the file) and then the same lines again ("warm"). Building Zemberek
-(seconds) is excluded on both sides. The file is cut into blocks that both sides segment in
-turns, so that load from other processes hits both alike; with
---reference-lines N < --lines, the reference segments an evenly spread sample of N lines and
-its rate per token stands for the whole file (`reference_sampled` says so). Every line
-segmented by both sides is compared; the script exits with status 1 if any differs.
-
-Prints one JSON line: rates in tokens/s by process CPU time (what other processes cannot take
-away on a shared CPU) and by wall clock, `ratio` (CPU time, cold caches), the cold rate after
-growing numbers of lines, and with --workers N the wall-clock speed-up of N worker processes
-over one (`segment_lines` from cold caches: the processes first analyse the repeated new word
-types, each by one of them, then segment the lines with all of them analysed; fastest of
---scaling-rounds runs each, taken in turns), with the load average, and the ceiling this
-machine puts on it: the speed-up of N independent copies of the 1-worker run at once.
+`.venv/bin/python benchmarks/bench_turkish_segmentation.py FILE --workers 2` (FILE: Turkish text)
+prints one JSON line: tokens/s of both, `ratio` (CPU time, cold caches), differing lines (exit
+status 1 if any), N workers' speed-up. Details: benchmarks/README.md#bench_turkish_segmentationpy.
 """
 
 import argparse

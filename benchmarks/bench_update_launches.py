@@ -1,31 +1,8 @@
 """Kernel launches of one fairseq training update, counted on the CPU.
 
-A GPU update that waits on its launches shows the same count on any machine: the kernel-
-launching ATen operations (views, allocations and metadata left out: fairseq_struct/testing/
-operation_count.py) of one update as fairseq-train makes it (zero_grad, forward, the summed
-label-smoothed loss, backward, gradients divided by the sample size, the gradient norm,
-the optimizer step), counted after a first update has made the optimizer's state. One JSON
-line per optimizer (`adam`, `adafactor` with the paper's settings), each comparing
-`tp_transformer_base` (a) with fairseq's `transformer` of the same size (b):
-
-- `update`: the whole update; target a / b <= 1.25.
-- `optimizer_norm_copies`: everything but forward and backward (the optimizer step, the norm
-  and clipping, the fp32 master-weight copies of --bf16, zeroing and scaling the gradients);
-  targets at most 60 with Adam and 200 with Adafactor, whatever the number of tensors.
-- `by_operation`: the ten most frequent operations of each side's update.
-
-`--update stock` counts fairseq's own per-tensor update instead of the project's multi-tensor
-repairs (fairseq_struct/fixes), for the figures before them.
-
-The batch is small (--batch-size 4 --sentence-len 8 by default): the counts of a Transformer do
-not depend on it, nor on the widths (`--widths small`: d_model 32, ffn 64, 8 heads of 4, the
-arch's layers; the same counts as the arch's own widths, in a second instead of a minute: what
-tests/training/test_update_launches.py runs). Precision `bf16` (default) is fairseq-train
---bf16 (bf16 weights, fp32 master weights in fairseq's FP16Optimizer); `fp32` is the optimizer
-directly. Figures: benchmarks/README.md.
-
-    .venv/bin/python benchmarks/bench_update_launches.py
-    .venv/bin/python benchmarks/bench_update_launches.py --precision fp32 --optimizers adam
+`.venv/bin/python benchmarks/bench_update_launches.py` prints one JSON line per optimizer: the
+`update` and `optimizer_norm_copies` counts of `tp_transformer_base` (a) and stock `transformer`
+(b), and `ratio` (update of a / of b). Details: benchmarks/README.md#bench_update_launchespy.
 """
 
 import argparse

@@ -1,31 +1,8 @@
 """Whole-Word Attention vs full self-attention at 2,048 tokens: peak memory, time, energies.
 
-One attention layer, forward + backward of out.sum() with respect to the input and the
-parameters (gradients set to None before each step, so their allocation counts on every side):
-
-- wwa: `WholeWordAttention` (design.md §4.4: word attention with word-level Shaw positions,
-  window 5);
-- mha: fairseq's `MultiheadAttention`, called as fairseq's encoder layer calls it (roberta);
-- relpos: full attention with Shaw relative positions (k = 16), the project's
-  `RoleRelativeMultiheadAttention` with roles off: the baseline of Zöllner et al., whose BERTs use
-  relative positions, and like WWA an attention that materialises its energies;
-- wwa_window: the windowed part of WWA alone (mha_wind: projections, banded attention, output
-  projection), to follow the window kernel apart from the word attention.
-
-WWA gets the number of words m as a host int (`num_words`), as a data loader that knows its
-words passes it, so that the step makes no host sync.
-
-Word lengths are Turkish-like: 1 + Poisson(mean - 1) pieces per word from a fixed seed, words
-drawn until the tokens are filled. Peak memory on CPU is the maximum of the running sum of the
-allocation/free events that torch.profiler (profile_memory=True) records for torch's CPU
-allocator during one step, i.e. the peak of tensors allocated during the step above what was
-live before it; on CUDA, torch.cuda.max_memory_allocated above the memory allocated before. Time is
-the median of interleaved repeats (wwa, mha, relpos, wwa, ...) after a warm-up.
-
-    .venv/bin/python benchmarks/bench_whole_word_attention.py
-
-Prints one JSON line on stdout; logs go to stderr. Missed targets are reported in the JSON
-(`meets_target`), not in the exit status.
+`.venv/bin/python benchmarks/bench_whole_word_attention.py` prints one JSON line: peak MiB and
+seconds of `wwa`, `wwa_window`, `mha` and `relpos`, their ratios, and the energies per head. The
+sides, how memory is measured and the figures: benchmarks/README.md#bench_whole_word_attentionpy.
 """
 
 import argparse
@@ -138,6 +115,7 @@ def main(argv: List[str]) -> int:
         self_attention=True,
     )
     forwards: Dict[str, Callable[[Tensor], Tensor]] = {
+        # m as a host int, as a data loader that knows its words passes it: no host sync.
         "wwa": lambda t: wwa(t, word_index, None, num_words=m),
         "wwa_window": lambda t: wwa.windowed_attention(t.transpose(0, 1), None)[0],
         # need_weights=False as in fairseq's TransformerEncoderLayer (roberta's encoder).

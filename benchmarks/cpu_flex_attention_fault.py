@@ -1,18 +1,8 @@
 """Reproduction of a torch bug: compiled flex_attention on a CPU returns wrong rows at random.
 
-Plain attention, no block mask and no score_mod: q (1, 1, 24, 16), k and v (1, 1, KEYS, 16) in
-float32, one thread, `torch.compile(flex_attention, dynamic=False)` against
-`scaled_dot_product_attention`. On torch 2.13.0+cpu (AVX2, an AMD EPYC) key counts 8 more than a
-multiple of 16 give wrong query rows (off by up to 1.5, or NaN), which rows changing from process
-to process: 8, 24, 40, 72, 120, 136 in every run, 200 and 264 in some; 16, 48, 65, 96, 112, 127
-agree to 3e-7.
-
-    .venv/bin/python benchmarks/cpu_flex_attention_fault.py            # the default key counts
-    .venv/bin/python benchmarks/cpu_flex_attention_fault.py --keys 72 96
-
-Prints one JSON line: torch's version, the CPU capability, and for each key count the query rows
-that were wrong in any of --calls calls (the guard `cpu_flex_fault` of
-bench_relative_attention_kernels.py refuses exactly the counts that this finds wrong).
+`.venv/bin/python benchmarks/cpu_flex_attention_fault.py --keys 72 96` prints one JSON line: for
+each key count the query rows that were wrong in any of --calls calls, and `faulty_keys`. The
+setting and the figures: benchmarks/README.md#cpu_flex_attention_faultpy.
 """
 
 import argparse

@@ -1,41 +1,17 @@
 """Model FLOPs of the benchmarked architectures, counted from their dimensions, and the dense
 bf16 peak of the GPU they run on: the two halves of model FLOPs utilisation (MFU).
 
-Convention (PaLM, appendix B; Megatron-LM's MFU): model FLOPs are what the architecture needs,
-not what an implementation happens to execute.
-
-- A product of an (n x k) by a (k x m) matrix is 2nkm FLOPs (one multiply-add = 2 FLOPs).
-- Forward: every weight matrix applied to the rows it sees (the `linear` term: q/k/v/out, the
-  TP-Transformer's role projection, the FFN, RoBERTa's LM-head dense layer and the output
-  projection onto the vocabulary, which is the tied embedding matrix: 2 x its parameters per
-  predicted token); the attention energies QK^T and the weighted sums AV (`attention`), with
-  every energy of a decoder's causal self-attention counted, as dense kernels compute them
-  (PaLM's 12·L·H·Q·T likewise does not halve them); Shaw et al.'s relative-position terms
-  (`relative_positions`): q · a^K for every bucket and the bucketed weights times a^V.
-- Training = 3 x forward: the backward pass computes gradients with respect to activations and to
-  weights, 2 x forward. Activation recomputation is not counted (these are model FLOPs, not
-  hardware FLOPs); neither is the optimizer.
-- Not counted (no matrix product, or negligible): input embeddings and position tables (they
-  are gathers), biases, layer norms, softmax, dropout, activations, residual additions, the
-  TP-Transformer's Hadamard role binding, Whole-Word Attention's word averaging (eq. 8).
-
-So for a model whose weight matrices all see every token, the linear term of training is the
-familiar 6 · N_matmul · tokens, where N_matmul (`matmul_params`) is the number of weights of its
-matrix products, embedding lookups excluded and the output projection included; in an
-encoder-decoder the encoder's weights (and cross-attention's k/v) see source tokens and the
-decoder's see target tokens. Masked-LM encoders: the LM head (dense layer + output projection)
-is counted on the masked tokens only, since fairseq's masked-LM criteria (and
-`masked_lm_struct`) apply it to those alone. Whole-Word Attention (design.md §4.4) computes
-m² + (2w+1)·n energies per head for m words and n tokens (Zöllner et al., eq. 9), each row with its
-own m (a batched implementation that pads every row to more word slots computes more, which is
-not model FLOPs); its word attention projects the m word vectors and its window attention the
-n tokens. Beam search counts the encoder and cross-attention's k/v once per sentence.
-
-For the TP-Transformer, its relative-position baseline, fairseq's Transformer, RoBERTa and
-BERT2D the totals equal what torch.utils.flop_counter measures on the real fairseq and project
-modules, forward and backward (tests/test_model_flops.py).
-
-    .venv/bin/python benchmarks/model_flops.py --peak-tflops 989
+Model FLOPs are what the architecture needs, not what an implementation executes (PaLM,
+appendix B): an (n x k) by (k x m) product is 2nkm FLOPs; training is 3 x forward, without
+recomputation or the optimizer. Counted: every weight matrix on the rows it sees (`linear`, 6 ·
+`matmul_params` · tokens in training: the tied output projection included, embedding gathers
+not); the energies QK^T and sums AV, every causal energy included as dense kernels compute them
+(`attention`); Shaw's q · a^K and bucketed a^V terms (`relative_positions`). Not counted: biases,
+norms, softmax, activations, the TP-Transformer's role binding, WWA's word averaging. A masked-LM
+head counts on the masked tokens only, as fairseq's criteria apply it; Whole-Word Attention
+(design.md §4.4) computes m² + (2w+1)·n energies per head, each row with its own m (Zöllner et
+al., eq. 9); beam search counts the encoder and cross-attention's k/v once per sentence.
+`.venv/bin/python benchmarks/model_flops.py` prints training FLOPs per token of the base archs.
 """
 
 import argparse

@@ -1,14 +1,9 @@
 """A pytest plugin for bench_suite_cpu.py --inventory: the CPU of each test's setup, call and
 teardown, appended as JSON lines to $SUITE_CPU_INVENTORY.
 
-A phase's CPU is the change, across it, of its worker's process tree: the worker and its live
+A phase's CPU is the change across it of its worker's process tree: the worker and its live
 descendants, each with the CPU of the children it has reaped (psutil's user, system,
-children_user and children_system times). The commands a test starts, and the preloaded
-servers' forks, count when their parent reaps them; a process that outlives the phase counts in
-the phase that it ends in. The workers share the preloaded servers, whose forks count in the tree
-of the worker that started the server: a command that the other worker runs there counts in this
-worker's running phase. The totals are exact; for exact figures per test, run one worker
-(bench_suite_cpu.py --workers 0).
+children_user and children_system). How to read it: benchmarks/README.md#bench_suite_cpupy.
 """
 
 import json
