@@ -3,19 +3,8 @@
     python -m fairseq_struct.corpora.catalog fetch setimes-en-tr --out raw/
     python -m fairseq_struct.corpora.catalog list
 
-`fetch` downloads each archive of a corpus (resumable, see `download`), verifies it, and writes
-the members that hold the text as OUT/NAME/SPLIT.LANG, one sentence a line, checking that the
-two languages of every split have the same number of lines.
-
-Verification: the WMT test sets use the md5 sums of sacreBLEU's own registry (so the references
-are the ones `sacrebleu -t wmt18 -l en-tr` scores against, extracted the same way). OPUS and the
-Nunavut Hansard publish no checksum: their archives are tested for integrity (every zip CRC, a
-full tar read-through), their line counts are compared with the published ones where known, and
-the sha256 of the first download is recorded next to the archive (ARCHIVE.sha256) so that every
-later run verifies against it.
-
-The Nunavut Hansard 3.0 is distributed by the NRC from a landing page, not a stable file URL:
-download it there by hand and put it in OUT/hansard-en-iu/; `fetch` then does the rest.
+`fetch` downloads and verifies each archive of a corpus (docs/translation.md says how) and
+writes its text as OUT/NAME/SPLIT.LANG, one sentence a line, the two languages line-aligned.
 """
 
 import argparse

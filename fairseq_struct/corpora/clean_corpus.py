@@ -3,23 +3,10 @@
     python -m fairseq_struct.corpora.clean_corpus --src raw/OpenSubtitles.en-tr.en \\
         --tgt raw/OpenSubtitles.en-tr.tr --out-prefix raw/clean --min 1 --max 80 --ratio 9
 
-writes PREFIX.SRC_LANG, PREFIX.TGT_LANG (languages from the input suffixes unless given) and
-PREFIX.report.json, atomically. As in clean-corpus-n, whitespace runs become one space and
-the ends are stripped, then a pair is removed for the first of these reasons that applies:
-
-| reason | why |
-|---|---|
-| invalid UTF-8 | nothing downstream can read it |
-| reserved character | U+FFED / U+2581 mark morphemes and pieces; `morph.prepare` would stop |
-| empty side | nothing to translate or learn from |
-| too short / too long | fewer than --min or more than --max whitespace tokens on a side |
-| length ratio | one side more than --ratio times as many tokens as the other (Moses default 9): |
-|   | usually a misalignment |
-| duplicate pair | (only with --dedup) an exact repeat of an earlier pair |
-
-The files are streamed, so a 50M-pair corpus needs no more memory than --dedup's set of 16-byte
-pair digests (about 4 GB for 50M distinct pairs). Only training data is cleaned: valid and test
-sets must stay aligned with other systems' outputs (`corpus_io` refuses bad pairs there).
+streams the pairs into PREFIX.SRC_LANG, PREFIX.TGT_LANG and PREFIX.report.json. After whitespace
+normalisation a pair is removed for the first of REASONS that applies: invalid UTF-8, a reserved
+mark (U+FFED, U+2581), an empty side, fewer than --min or more than --max tokens on a side, a
+token ratio above --ratio, or (--dedup, 16 bytes of memory per distinct pair) an exact repeat.
 """
 
 import argparse

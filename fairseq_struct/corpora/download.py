@@ -1,14 +1,8 @@
 """Resumable, verified HTTP downloads with the standard library (urllib).
 
-A file is fetched into `DEST.part`; an interrupted download resumes from the bytes already there
-with an HTTP Range request (a server that ignores the range sends the whole file again, and the
-part file is restarted). Failed attempts are retried with exponential backoff. The finished file
-is checked against the expected size and checksum, where known, before it is renamed to DEST in
-one atomic step, so DEST is never a partial or unverified file.
-
-Where no checksum is published, `record_or_verify_sha256` keeps the sha256 of the first download
-in a manifest next to the file (`DEST.sha256`), so a later run, or another machine, verifies
-against it.
+A file is fetched into `DEST.part`, resumed with an HTTP Range request after an interruption, and
+renamed to DEST only once its size and checksum (where known) are verified. Where no checksum is
+published, `record_or_verify_sha256` records the first download's sha256 in `DEST.sha256`.
 """
 
 import hashlib

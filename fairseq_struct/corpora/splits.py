@@ -3,23 +3,10 @@
     python -m fairseq_struct.corpora.splits --src raw/clean.en --tgt raw/clean.tr \\
         --out-dir raw/opensubtitles --preset opensubtitles --seed 1
 
-writes OUT_DIR/NAME/{train,valid,test}.{SRC,TGT} for every subset and OUT_DIR/splits.json.
-The paper (Soulos et al., table 3) samples OpenSubtitles into 1.4m (1,300,000 / 65,000 /
-65,000 pairs), 5m (4,000,000 / 500,000 / 500,000) and the full corpus split 80/10/10 ("36m");
-`--preset opensubtitles` gives those, `--subset NAME=TRAIN,VALID,TEST` any other sizes, where a
-size is a pair count, a percentage of the corpus (`10%`) or, for train, `rest`.
-
-Subsets are nested, and every pair keeps its role across them: one seeded permutation orders
-the corpus, each subset is a prefix of it, and the pairs a larger subset adds are dealt out to
-its test, valid and train parts. So 1.4m-train is inside 5m-train, 1.4m-test inside 5m-test,
-and no subset ever trains on a pair that a smaller (or larger) subset tests on: results across
-sizes differ only by the data added, and a model trained on one size can be scored on the
-test set of another. This needs every part to grow with the subset, which the paper's sizes do.
-
-The same tool carves held-out valid/test sets out of a corpus that has no official ones:
-`--subset all=rest,3000,3000`. Lines are copied byte for byte, in corpus order (fairseq
-shuffles training batches itself), and the files are streamed, so a 50M-pair corpus needs
-memory only for the permutation and one byte of label per pair and subset.
+writes OUT_DIR/NAME/{train,valid,test}.{SRC,TGT} per subset and OUT_DIR/splits.json. Subsets are
+nested and every pair keeps its role across them (1.4m-train is inside 5m-train, 1.4m-test inside
+5m-test), so no subset trains on a pair another tests on. `--subset all=rest,3000,3000` carves
+valid and test sets out of a corpus that has none.
 """
 
 import argparse
