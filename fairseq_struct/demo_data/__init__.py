@@ -1,5 +1,3 @@
-"""The embedded synthetic data the demos run on (no download needed).
-
-- `synthetic_en_tr`: a small English→Turkish grammar with real Turkish morphology.
-- `synthetic_labelled_tr`: labelled Turkish (sentiment, NER, POS, QA) from the same grammar.
+"""The embedded synthetic data the demos run on (no download needed): an English→Turkish corpus
+and labelled Turkish from the same grammar.
 """

@@ -1,31 +1,10 @@
 """A seeded synthetic English→Turkish parallel corpus: the embedded demo data of fairseq-struct.
 
-No corpus can be downloaded where the demo runs, so this small grammar *is* the demo's data. The
-Turkish side is real Turkish built by explicit rules rather than from a list of inflected forms:
+A small grammar whose Turkish side is real Turkish built by rule (vowel harmony, consonant
+alternation, case, possession, tense, negation, person agreement, questions), with exactly one
+Turkish translation of every English sentence, so that a small Transformer can learn it.
 
-- vowel harmony, two-way (``A``: e/a) and four-way (``I``: ı/i/u/ü);
-- consonant alternation: p/ç/t/k soften to b/c/d/ğ before a vowel (kitap → kitabı, gideceğim)
-  and a suffix-initial ``D`` devoices after a voiceless consonant (kitapta, gitti);
-- buffer consonants y, s and the pronominal n (arabayı, arabası, arabasına);
-- plural, possessive (1sg, 2sg, 3sg, 1pl) and the cases nominative, accusative (definite object),
-  dative, locative and ablative;
-- past, present progressive and future, negation, person agreement for all six persons, and
-  yes/no questions with the particle mI carrying the person ending where Turkish puts it
-  (geliyor musun, geldin mi, gelecek misin).
-
-Suffixes are written as templates in the usual archiphoneme notation of Turkish grammars:
-``A`` and ``I`` are harmonising vowels, ``D`` is d/t, ``(y)``/``(s)``/``(n)`` appear only after a
-vowel, ``(I)`` only after a consonant, and a final ``K`` is a k that softens before a vowel.
-
-The English side is natural and unambiguous where Turkish would have to guess: plural "you" is
-"you all", "a book" (no case) contrasts with "the book" (accusative). "his"/"her" both map to the
-3sg possessive, which Turkish does not distinguish. Every English sentence has exactly one Turkish
-translation, so a small Transformer can learn the mapping.
-
-Usage::
-
-    python -m fairseq_struct.demo_data.synthetic_en_tr --out-dir data/demo \\
-        [--train 20000] [--valid 500] [--test 500] [--seed 1]
+    python -m fairseq_struct.demo_data.synthetic_en_tr --out-dir data/demo [--seed 1]
 """
 
 from __future__ import annotations
@@ -93,7 +72,13 @@ class Stem:
 
 
 def resolve_suffix(preceding: str, template: str) -> str:
-    """Spell a suffix template after ``preceding`` (harmony, devoicing, buffer letters)."""
+    """Spell a suffix template after ``preceding`` (harmony, devoicing, buffer letters).
+
+    Templates use the archiphoneme notation of Turkish grammars: ``A`` (e/a) and ``I``
+    (ı/i/u/ü) are harmonising vowels, ``D`` is d/t, ``(y)``/``(s)``/``(n)`` appear only after a
+    vowel, ``(I)`` only after a consonant, and a final ``K`` is a k that softens before a vowel
+    (`attach`).
+    """
     out = ""
     i = 0
     while i < len(template):

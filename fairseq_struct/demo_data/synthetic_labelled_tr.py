@@ -1,42 +1,23 @@
 """Seeded LABELLED Turkish from the demo grammar: NER, POS, a sentence label and extractive QA.
 
-The fine-tuning demo (``scripts/demo-finetune.sh``) compares each encoder pretrained on the
-grammar's Turkish text (``scripts/demo-mlm.sh``: ``synthetic_en_tr`` with seed 2) with the same
-architecture trained from scratch. Everything here is drawn from that grammar
-(``synthetic_en_tr.sample_clause``), so the words are the ones pretraining saw, and written in
-the raw formats the real data sets ship in, so that the demo runs the project's real readers:
+Drawn from `synthetic_en_tr`'s grammar, so the words are the ones the demo's pretraining saw, and
+written in the raw formats the real data sets ship in, for ``scripts/demo-finetune.sh``:
 
 - ``ner/{split}.conll``: ``token<TAB>tag``, IOB2, a blank line after every sentence. An entity
-  is a whole noun phrase as the grammar builds it (adjective, ``bir``, noun: ``büyük bir elma``
-  is B-FOOD I-FOOD I-FOOD), typed by the grammar's class of its noun, whatever its role:
-  PER (people and the baby), ANIM (animals), LOC (places and waters), FOOD (food and drinks).
-  Things, vehicles and time expressions are O.
+  is a whole noun phrase (``büyük bir elma`` is B-FOOD I-FOOD I-FOOD), typed by its noun: PER
+  (people and the baby), ANIM (animals), LOC (places and waters), FOOD (food and drinks); things,
+  vehicles and time expressions are O.
 - ``pos/{split}.conllu``: ID, FORM, LEMMA, UPOS and ``SpaceAfter=No`` before the final
-  punctuation; the other columns ``_``. The grammar has no multi-word tokens, so there are none.
-- ``sentiment/{split}.olumlu|olumsuz``: statements, one a line, labelled by polarity (olumlu:
-  affirmative verb, olumsuz: negated verb, Turkish grammar's own names), classes alternating so
-  that they are balanced.
+  punctuation; the other columns ``_``.
+- ``sentiment/{split}.olumlu|olumsuz``: statements, one a line, by polarity (olumlu: affirmative
+  verb, olumsuz: negated verb), the classes balanced.
 - ``qa/{split}.json``: SQuAD v1.1. Paragraphs of 3-5 statements with pairwise different verbs;
-  each question is one of their statements with one noun phrase replaced by a question word
-  (kim, kimi, kime, neyi, ne, nereyi, nerede, nereye, nereden), so exactly one span of the
-  paragraph answers it. ``answer_start`` is a string in train (as TQuAD writes it) and an int in
-  valid and test.
+  each question is one of them with a noun phrase replaced by a question word (kim, kimi, kime,
+  neyi, ne, nereyi, nerede, nereye, nereden), so exactly one span answers it. ``answer_start``
+  is a string in train (as TQuAD writes it) and an int in valid and test.
 
-Why pretraining matters here: a seeded share of the lexicon (nouns of every class, adjectives,
-verbs) is HELD OUT. Training sentences use none of it; every valid and test sentence contains at
-least one held-out word, which the small training set never shows but pretraining did. So the
-two splits are disjoint by construction, and scoring them measures what the encoder brings.
-
-Every labelled word form occurs in the pretraining text of the demo (``train.tr`` of seed 2,
-20,000 sentences), and no labelled sentence is one of the sentences the demo generated for
-pretraining. The exceptions are the QA question words (kim, nerede, ...: the grammar asks only
-yes/no questions) and a question's first word, capitalised where the statement's was not.
-
-Usage::
-
-    python -m fairseq_struct.demo_data.synthetic_labelled_tr --out-dir data/labelled [--seed 3] \\
-        [--train-sentences 200] [--valid-sentences 300] [--test-sentences 500] \\
-        [--train-questions 150] [--valid-questions 300] [--test-questions 300]
+A seeded share of the lexicon is held out of training: every valid and test sentence holds a
+word that only pretraining showed, so scoring them measures what the encoder brings.
 """
 
 from __future__ import annotations
