@@ -1,19 +1,9 @@
 """Units cut by a Hugging Face tokenizer (`tokenizer.json`): WordPiece (BERT, BERTurk, mBERT,
 BERT2D) or SentencePiece (XLM-R), exactly as the model's own fast tokenizer cuts them.
 
-A directory of such units (an imported model, or a pretraining run prepared with
-`--units wordpiece`) holds `tokenizer.json` (the `tokenizers` library's file, which
-transformers' fast tokenizers run) and, in its report, the special tokens' fairseq names.
-fairseq's `Dictionary` always begins with `<s> <pad> </s> <unk>` (ids 0-3), its file lists only
-the symbols after them, and fairseq's tasks find the mask as `<mask>`: so the tokenizer's CLS,
-PAD, SEP and UNK take ids 0-3 under those names, its mask token is `<mask>`, in the dictionary
-and in every cut, and every other token follows in the tokenizer's order (`map_vocabulary`).
-
-Each word is tokenized alone, without special tokens: BERT's pre-tokenizer splits at
-whitespace and punctuation, XLM-R's at whitespace, and their normalisers work character by
-character, so a sentence's pieces are its words' pieces put together (checked against the
-tokenizers on real text by tests/hf_import/test_tokenizer_units.py). A word the tokenizer gives no
-piece for (only characters its cleaning removes) becomes one unknown token.
+Each word is tokenized alone, without special tokens: the pre-tokenizers split at whitespace
+(BERT's at punctuation too) and the normalisers work per character, so a sentence's pieces are
+its words' pieces put together. Special tokens take fairseq's names (`map_vocabulary`).
 """
 
 from collections import Counter
@@ -112,7 +102,13 @@ def map_vocabulary(
     vocabulary: Dict[str, int], specials: Dict[str, str], embedding_rows: int, where: Path
 ) -> VocabularyMapping:
     """The fairseq dictionary of `vocabulary` ({token: id}), whose special tokens `specials`
-    gives ({"cls_token": "[CLS]", ...})."""
+    gives ({"cls_token": "[CLS]", ...}).
+
+    fairseq's `Dictionary` always begins with `<s> <pad> </s> <unk>` (ids 0-3), its file lists
+    only the symbols after them, and fairseq's tasks find the mask as `<mask>`: so the
+    tokenizer's CLS, PAD, SEP and UNK take ids 0-3 under those names, its mask token is
+    `<mask>`, and every other token follows in the tokenizer's order.
+    """
     if sorted(vocabulary.values()) != list(range(len(vocabulary))):
         raise VocabularyError(f"{where}: the tokenizer's ids are not 0..{len(vocabulary) - 1}")
     if len(vocabulary) != embedding_rows:

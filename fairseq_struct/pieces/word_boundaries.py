@@ -1,18 +1,9 @@
 """Where words begin, found from the dictionary alone (design.md §4, first paragraph).
 
-Two conventions, told apart by which marks the dictionary's pieces carry (most of them):
-- SentencePiece (the project's own pieces, XLM-R): a piece that starts with the WORD_START mark
-  begins a word;
-- WordPiece (BERT, BERTurk, mBERT, BERT2D): every piece begins a word except the continuations,
-  which start with `##`.
-Every special symbol (<s>, </s>, <pad>, <unk>, <mask>, fairseq's madeupword padding symbols)
-begins a word of its own. In morph-mode data only the first morpheme of a whitespace word carries
-WORD_START (the boundary marks, when kept, do not), so the morphemes of one whitespace word
-count as one word. Word-level data (BERT-ELMo: one token per whitespace word) has no
-WORD_START pieces; there every token is a word (`tokens_are_words`).
-
-Stock `fairseq-preprocess --only-source` data therefore works unchanged: nothing but the
-dictionary is needed to recover the words of a sentence.
+A piece that starts with WORD_START begins a word (SentencePiece: the project's pieces, XLM-R),
+or every piece but a `##` continuation does (WordPiece: BERT, BERTurk, mBERT, BERT2D); every
+special symbol is a word of its own, and in word-level data every token is (`tokens_are_words`).
+So stock `fairseq-preprocess --only-source` data works unchanged.
 """
 
 from dataclasses import dataclass
