@@ -1,42 +1,13 @@
 """Turn raw monolingual text into the input of `fairseq-preprocess --only-source` for MLM.
 
     python -m fairseq_struct.masked_lm.prepare --train raw/train.txt --valid raw/valid.txt \\
-        --units pieces --mode morph --lang tr --vocab-size 8000 --out-dir data-bin/tr-mlm/text \\
-        [--workers 4]
+        --units pieces --mode morph --lang tr --vocab-size 8000 --out-dir data-bin/tr-mlm/text
 
-Input: one sentence per line, documents separated by empty lines (needed for NSP/SOP; MLM
-alone does not care). Every split is streamed in chunks of --chunk-lines lines, so that memory
-does not grow with the corpus, and goes through these stages:
-
-1. read and check (`corpus_io.iter_documents`): whitespace is normalised, runs of empty lines
-   become one document break (none at the start or end); a bad training line is dropped, a bad
-   valid or test line stops the run with its file:line;
-2. `--units pieces` (bert2d, roberta): in `--mode morph` the text is first segmented into
-   morphemes (Turkish: Zemberek, Inuktitut: Morfessor; `morph.segmenters`) in --workers
-   processes, so that no piece crosses a morpheme boundary. SentencePiece trains on the
-   training lines, or on a seeded sample of --spm-sample of them, with --spm-threads threads
-   (default: --workers; the model depends on it); `--spm-model` reuses a model instead. Every
-   split is encoded in --workers processes, which check that the pieces of each line spell the
-   normalised line again (`morph.chunk_encoding`). A piece starting with ▁ begins a word,
-   which is all the masked-LM task needs to find words.
-   `--units wordpiece` (bert, bert2d: the vocabulary type of BERTurk and the BERT2D paper): a
-   WordPiece vocabulary of --vocab-size tokens trained on the training lines with the
-   `tokenizers` library (cased; `--lowercase`: uncased, accents stripped, as BERT's uncased
-   models), and every split cut with it word by word as fine-tuning cuts labelled words
-   (`pieces.hf_tokenizer`); BERT's [CLS] [SEP] [PAD] [UNK] [MASK] take fairseq's names.
-   `--units words` (bert_elmo): Moses-tokenized words (sacremoses) in --workers processes, and
-   `dict.txt`: the training words by frequency, then the words that only valid/test contain
-   with count 0, so that every word keeps its characters (BERT-ELMo embeds words from their
-   characters, never as <unk>).
-
-Output in --out-dir, written atomically: {split}.txt per split, document breaks kept; spm.model
-(pieces), dict.txt (words), or tokenizer.json, vocab.txt and dict.txt (wordpiece);
-prepare_report.json (lines dropped and why, documents, tokens per word, SentencePiece training
-lines and sample, chunks done and reused, seconds per stage). A run
-that was killed starts again from its finished chunks, kept in OUT_DIR/.prepare-work
-(`morph.chunk_store`, removed when the run completes). Each stage shows its progress (a bar on
-a terminal, else a log line every million lines). `scripts/prepare-mlm.sh` runs this and then
-fairseq-preprocess.
+Input: one sentence a line, documents separated by empty lines. The units (`--units pieces`,
+`wordpiece` or `words`) and the models they are for: docs/pretraining.md. Written atomically into
+--out-dir: {split}.txt (document breaks kept), spm.model (pieces), tokenizer.json and vocab.txt
+(wordpiece), dict.txt (words, wordpiece) and prepare_report.json; streamed in chunks and resumed
+after a kill, as `morph.prepare`.
 """
 
 import argparse
@@ -468,6 +439,8 @@ def _tokenize(
             other_words.update(stats["words"])
 
     chunks = _run_chunks(args, store, TOKENIZE_STAGE, _tokenize_chunk, tasks, collect, progress)
+    # Valid/test words that training lacks follow with count 0: BERT-ELMo embeds every word from
+    # its characters, so none of them should become <unk>.
     unseen = sorted(other_words - train_counts.keys())
     entries = sorted(train_counts.items(), key=lambda item: (-item[1], item[0])) + [
         (word, 0) for word in unseen
