@@ -1,15 +1,8 @@
-"""BERT's masking, of whole words or of single pieces (design.md §4.1).
+"""BERT's masking, of whole words or of single pieces (design.md §4.1 defines it).
 
-Whole-word masking chooses 15% of the *words* of a sequence (rounded probabilistically, as
-fairseq does) and makes every piece of a chosen word a target. The 80/10/10 decision is taken
-once per word, as fairseq's `MaskTokensDataset` does with `--mask-whole-words`: 80% of the
-chosen words become `<mask>` in every piece, 10% get a random piece in every position, 10% stay
-unchanged. Random-token masking does the same with single pieces as the units. Special
-symbols (<s>, </s>, <mask>, ...) are never chosen, and random replacements are drawn uniformly
-from the non-special symbols.
-
-Each item is masked with a generator seeded from (seed, epoch, index): the same item is masked
-the same way in every process and on a restart, and differently in every epoch.
+The 80/10/10 decision is taken once per word, as fairseq's `--mask-whole-words` does, and each
+item is masked by a generator seeded from (seed, epoch, index): alike in every process and on a
+restart, differently in every epoch.
 """
 
 from dataclasses import dataclass

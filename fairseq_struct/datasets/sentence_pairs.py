@@ -1,14 +1,9 @@
 """Sentence pairs for next-sentence prediction (BERT) and sentence-order prediction (ALBERT).
 
-Input: one sentence per line, documents separated by empty lines, binarized by stock
-`fairseq-preprocess --only-source` (every line ends with </s>; an empty line is a lone </s>).
-Every sentence that has a successor in its document makes one pair "<s> A </s> B </s>":
-- NSP: with probability 1/2, B is replaced by a random sentence of another document
-  (label 1, "not next"); otherwise label 0;
-- SOP: with probability 1/2, A and B swap places (label 1, "swapped"); otherwise label 0.
-The draws depend on (seed, index) only, so a pair and its size are the same in every epoch
-(fairseq batches by size before an epoch starts), as BERT's static pretraining data.
-A pair longer than `max_tokens` is cut from the end of its longer sentence, keeping its </s>.
+Every sentence with a successor in its document (documents end at the empty lines of stock
+`fairseq-preprocess --only-source` data) gives "<s> A </s> B </s>", with label 1 when NSP replaced
+B by a sentence of another document or SOP swapped A and B (each half of the time), else 0. The
+draws depend on (seed, index) only: a pair is the same in every epoch, as BERT's static data.
 """
 
 from typing import List, Tuple
