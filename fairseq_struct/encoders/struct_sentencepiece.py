@@ -1,15 +1,9 @@
 """`--bpe struct_sentencepiece`: raw text in and out exactly as the project's preparation has it.
 
-fairseq's own `--bpe sentencepiece` encodes a line as SentencePiece gives it and decodes by
-joining the pieces. The preparation (`fairseq_struct.morph.prepare`) does two things more,
-which this encoder does too, so that fairseq-interactive, the hub
-(`TPTransformerModel.from_pretrained(...).translate`) and `fairseq-struct translate` see the
-same source tokens as training did and give the same plain text:
-
-- whitespace is normalised before encoding (one space between words, none at the edges: the
-  models were trained with SentencePiece's identity normalisation, which keeps every space);
-- generated pieces are turned back into words with `pieces_to_text`, which also drops morpheme
-  boundary marks (present when the data was prepared with them kept in the token sequence).
+Unlike fairseq's `--bpe sentencepiece`, it normalises whitespace before encoding, as
+`morph.prepare` does, and decodes with `pieces_to_text` (boundary marks dropped), so that
+fairseq-interactive, the hub and `fairseq-struct translate` see the source tokens training saw
+and give plain text.
 """
 
 from dataclasses import dataclass, field
@@ -41,6 +35,8 @@ class StructSentencePiece:
 
     def encode(self, x: str) -> str:
         """Space-separated pieces of the whitespace-normalised line ("" for an empty line)."""
+        # As the preparation did: the models' SentencePiece (identity normalisation) keeps
+        # every space as it is.
         line = self.normalize_whitespace(x)
         return " ".join(self.model.encode(line)) if line else ""
 
