@@ -1,10 +1,8 @@
 """What the fine-tuning tasks of the plugin share: the pretraining dictionary and a new head.
 
-`token_classification` and `extractive_qa` read `input0/dict.txt` of a `downstream.prepare`
-directory (the pretraining run's dictionary, plus `<mask>` as fairseq's `masked_lm` and
-`sentence_prediction` add it, so that the embedding table has the pretrained size) and put
-their head among the model's `classification_heads`, where fairseq's RoBERTa checkpoint upgrade
-keeps a new head's initial weights and drops the pretraining's NSP/SOP head.
+They read `input0/dict.txt` of a `downstream.prepare` directory (the pretraining dictionary plus
+`<mask>`, so the embedding table has the pretrained size) and put their head among the model's
+`classification_heads`, where fairseq's RoBERTa upgrade keeps a new head and drops NSP/SOP's.
 """
 
 from pathlib import Path

@@ -1,18 +1,11 @@
 """Extractive question answering (SQuAD v1.1, TQuAD) on a pretrained encoder (design.md §5.4).
 
     fairseq-train data-bin/qa --user-dir fairseq_struct --task extractive_qa \\
-        --criterion extractive_qa --arch bert2d_tiny --max-answer-length 64 \\
-        --restore-file checkpoints/bert2d/checkpoint_best.pt --reset-optimizer \\
-        --reset-dataloader --reset-meters --best-checkpoint-metric f1 \\
-        --maximize-best-checkpoint-metric ...
+        --criterion extractive_qa --max-answer-length 64 --restore-file CKPT ...
 
-Data: `python -m fairseq_struct.downstream.prepare qa` (windows `<s> question </s> context
-</s>` of at most --max-length tokens, --doc-stride apart; `spans/` the answer's first and last
-token per window, 0 when the window does not hold it; `{split}.qa.json` the contexts, gold
-answers and each window's character offsets). The head gives start and end logits per token;
-in validation the best span of each window (start ≤ end < start + --max-answer-length, inside
-the context) is turned back into context text, the best-scoring window answers its question,
-and EM / F1 are computed with the SQuAD v1.1 definitions over all questions.
+on `python -m fairseq_struct.downstream.prepare qa` windows; validation answers each question
+with the best span of its best-scoring window and scores EM / F1 as SQuAD v1.1 does
+(docs/finetuning.md).
 """
 
 import json

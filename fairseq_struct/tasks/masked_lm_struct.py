@@ -1,19 +1,9 @@
 """Masked-LM pretraining with word structure and sentence-pair objectives (design.md §4.1, §4.4).
 
-fairseq's `masked_lm` task, on the same data (stock `fairseq-preprocess --only-source` output),
-plus:
-- `--mask-strategy whole_word|random`: whole-word masking finds words from the dictionary
-  (`fairseq_struct.pieces.word_boundaries`); fairseq's own `--mask-whole-words` needs
-  `--bpe` and then fails in `MaskedLMTask.load_dataset`, so it is refused here;
-- `net_input["word_starts"]`: the word-start flags of the *unmasked* tokens, so that BERT2D's
-  positions and Whole-Word Attention see the words as they were before masking;
-- `net_input["max_words"]`: the most words of a sequence in the batch, a host int that sizes
-  Whole-Word Attention's word level without a host synchronisation;
-- `sample["masked_positions"]`: the flat indices of the target tokens, found by the collater
-  so that the criterion needs no host synchronisation on a GPU;
-- `--sentence-objective nsp|sop`: sentence pairs from documents (empty lines separate them),
-  with the label in `sample["sentence_target"]` and a two-class head "sentence_pair" on the
-  model; use `--criterion masked_lm_struct`.
+fairseq's `masked_lm` task on the same data, plus `--mask-strategy whole_word|random` (words from
+the dictionary, `pieces.word_boundaries`; fairseq's own `--mask-whole-words` is refused) and
+`--sentence-objective nsp|sop` (the label in `sample["sentence_target"]`, for a two-class head
+"sentence_pair"; use `--criterion masked_lm_struct`).
 """
 
 from dataclasses import dataclass, field
@@ -147,14 +137,20 @@ class MaskedLMStructTask(MaskedLMTask):
         net_input = {
             "src_tokens": RightPadDataset(source, pad_idx=pad),
             "src_lengths": NumelDataset(source, reduce=False),
-            # Padding is a special symbol, hence a word start (True).
+            # The word starts of the unmasked tokens: BERT2D's positions and Whole-Word
+            # Attention see the words as they were before masking. Padding is a special
+            # symbol, hence a word start (True).
             "word_starts": RightPadDataset(word_starts, pad_idx=1),
+            # The most words of a sequence in the batch, a host int: it sizes Whole-Word
+            # Attention's word level without a host synchronisation.
             "max_words": MostWordsDataset(word_starts),
         }
         fields = {
             "id": IdDataset(),
             "net_input": net_input,
             "target": RightPadDataset(target, pad_idx=pad),
+            # The flat indices of the targets, found by the collater: the criterion needs no
+            # host synchronisation to find them on a GPU.
             "masked_positions": MaskedPositionsDataset(target, pad_idx=pad),
             "nsentences": NumSamplesDataset(),
             "ntokens": NumelDataset(source, reduce=True),

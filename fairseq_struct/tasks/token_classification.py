@@ -1,17 +1,10 @@
 """Token classification (NER, POS) on a pretrained encoder, with the stock `fairseq-train`.
 
     fairseq-train data-bin/ner --user-dir fairseq_struct --task token_classification \\
-        --criterion token_classification --arch bert2d_tiny --head lcrf_ner --entity-fix \\
-        --restore-file checkpoints/bert2d/checkpoint_best.pt --reset-optimizer \\
-        --reset-dataloader --reset-meters --best-checkpoint-metric f1 \\
-        --maximize-best-checkpoint-metric ...
+        --criterion token_classification --head lcrf_ner --entity-fix --restore-file CKPT ...
 
-Data: `python -m fairseq_struct.downstream.prepare ner|pos` (`input0/` token ids with `<s>` and
-`</s>`, `labels/` one label per token, `<pad>` where no word starts). Each word's label is
-predicted on its first unit (design.md §5.4). The head (`--head softmax|cse|lcrf|lcrf_ner`) is a
-classification head of the model, so any `RobertaModel` of the project (`roberta`, `bert2d`,
-`bert_elmo`, with their relative positions or Whole-Word Attention) fine-tunes unchanged.
-Validation reports entity-level F1 (seqeval, IOB2; NER) or word accuracy (POS).
+on `python -m fairseq_struct.downstream.prepare ner|pos` data; each word's label is predicted on
+its first unit (docs/finetuning.md).
 """
 
 import json

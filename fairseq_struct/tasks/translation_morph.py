@@ -1,14 +1,8 @@
 """Translation on SentencePiece or morpheme-segmented data, scored on plain words (design.md §2.4).
 
-The data went through `fairseq_struct.morph` (optional Zemberek/Morfessor segmentation, then
-SentencePiece pieces that never cross a morpheme boundary). This task is fairseq's
-`translation` task, so `--eval-bleu`, BLEU-based checkpoint selection and early stopping all
-work, plus one thing: whatever is scored or printed as detokenized text (`--eval-bleu` during
-training; `D-` lines and `--scoring` in `fairseq-generate`) is first turned back into plain
-words: pieces joined, morpheme boundary marks removed. And a repair: fairseq logs no `bleu` for
-a validation whose hypotheses are all empty (an early model may output only end-of-sentence), so
-training with `--best-checkpoint-metric bleu` stopped there with `KeyError: 'bleu'`; this task
-logs BLEU 0 for it, which is what sacreBLEU gives empty hypotheses.
+fairseq's `translation` task (so `--eval-bleu`, BLEU-based checkpoint selection and early
+stopping work), whose detokenized text (`--eval-bleu`, the `D-` lines and `--scoring` of
+fairseq-generate) is first turned back into plain words: pieces joined, boundary marks removed.
 """
 
 from dataclasses import dataclass, field
@@ -82,7 +76,10 @@ class TranslationMorphTask(TranslationTask):
 
     def reduce_metrics(self, logging_outputs, criterion):
         super().reduce_metrics(logging_outputs, criterion)
-        # Only validation outputs carry the n-gram totals (training's never do).
+        # fairseq logs no `bleu` for a validation whose hypotheses are all empty (an early
+        # model may output only end-of-sentence), and --best-checkpoint-metric bleu then stops
+        # with KeyError: 'bleu'; log 0, what sacreBLEU gives empty hypotheses. Only validation
+        # outputs carry the n-gram totals (training's never do).
         totals = [log[key] for log in logging_outputs for key in _BLEU_TOTALS if key in log]
         if self.cfg.eval_bleu and totals and not any(totals):
             metrics.log_scalar("bleu", 0.0)
