@@ -1,12 +1,7 @@
-"""BERT as Google published it, in fairseq: the encoder that BERTurk, mBERT and XLM-R imports
-(`python -m fairseq_struct.hf_import`) become.
-
-    fairseq-train data-bin/tr-ner --user-dir fairseq_struct --task token_classification \\
-        --arch bert --restore-file imported/berturk/model.pt ...
-
-The plugin's structure-aware encoder with BERT's embedding: token + 1D position (counted from
-0) + token type (segment) embeddings, then a layer norm whose epsilon is BERT's 1e-12. fairseq's
-own `roberta` differs in each of these (positions from padding_idx + 1, no token types, 1e-5).
+"""BERT as Google published it (`--arch bert`): the encoder that BERTurk, mBERT and XLM-R become
+when imported (`python -m fairseq_struct.hf_import`). The structure-aware encoder with BERT's
+embedding: token + 1D position (from 0) + token type embeddings and a layer norm of epsilon 1e-12,
+where fairseq's `roberta` counts positions from padding_idx + 1, has no token types and uses 1e-5.
 """
 
 from typing import Any

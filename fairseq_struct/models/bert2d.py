@@ -1,11 +1,8 @@
 """BERT2D (Kaya & Tantuğ; design.md §4.2): BERT whose 1D positions become word + subword ones.
 
-    fairseq-train data-bin/tr-mlm --user-dir fairseq_struct --task masked_lm_struct \\
-        --criterion masked_lm_struct --arch bert2d_base --max-intermediate-subwords 3 ...
-
-`--position-embedding 1d` gives the same encoder with BERT's 1D table (the baseline of the
-parameter-count comparison); `--relative-positions 16` and `--whole-word-attention` are the
-encoder options of design.md §4.4.
+`--arch bert2d_base` with `--task masked_lm_struct --criterion masked_lm_struct`;
+`--position-embedding 1d` gives the same encoder with BERT's 1D table, and
+`--relative-positions` / `--whole-word-attention` are the encoder options of design.md §4.4.
 """
 
 from typing import Any

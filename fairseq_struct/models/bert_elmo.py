@@ -1,15 +1,9 @@
 """BERT-ELMo (Polatbilek; design.md §4.3): a BERT whose token embeddings come from characters.
 
-Input is whole words (word-level data: `fairseq-preprocess --only-source` on tokenized text,
-task option `--tokens-are-words`). Each dictionary word is spelled with a character
-vocabulary and embedded by the character CNN (`modules.character_cnn`: 7 filter widths, 1,056
-filters, max over time, ReLU, 2 highway layers, projection); positions and segments are added
-as in BERT. The MLM output is over the first `--output-vocab-size` words of the dictionary
-(fairseq sorts it by frequency; rarer target words become <unk>). Every word, also one never
-seen, gets an embedding from its characters: `embed_words(["wug"])`.
-
-    fairseq-train data-bin/tr-mlm-words --user-dir fairseq_struct --task masked_lm_struct \\
-        --tokens-are-words --criterion masked_lm_struct --arch bert_elmo_base ...
+Input is whole words (`--arch bert_elmo_base --tokens-are-words`, data binarized with
+`fairseq-preprocess --only-source` from tokenized text). Every word, also one never seen, is
+embedded from its spelling by the character CNN (`embed_words(["wug"])`); the MLM output covers
+the first `--output-vocab-size` words of the frequency-sorted dictionary (rarer targets: <unk>).
 """
 
 from typing import Any, Dict, List, Sequence, Tuple

@@ -1,17 +1,8 @@
 """The Transformer encoder of the masked-LM models, with word structure (design.md §4.2, §4.4).
 
-fairseq's `TransformerEncoder` (what `roberta` uses), subclassed, with three options:
-- absolute positions: 1D, BERT2D's 2D (word + subword), or none; optional segment embeddings;
-- Shaw relative positions (clipping k) in every self-attention;
-- Whole-Word Attention in every layer instead of full self-attention.
-Everything else (layers, layer norms, dropout, LayerDrop) is fairseq's own code.
-
-The word structure of a batch comes from per-token word-start flags: given by the task (computed
-from the tokens *before* masking, so a masked or randomly replaced word keeps its shape), or
-else looked up from the dictionary. fairseq's layers call `self_attn` and `embed_positions`
-with a fixed signature that has no room for it, so the encoder publishes the structure of the
-batch being encoded in a `StructureContext` that those modules read, for the duration of
-`forward` only.
+fairseq's `TransformerEncoder`, subclassed: 1D, BERT2D's 2D or no absolute positions, optional
+segments, Shaw relative positions or Whole-Word Attention. Word starts come from the task
+(computed before masking, so a masked word keeps its shape) or else from the dictionary.
 """
 
 from dataclasses import dataclass
@@ -31,7 +22,8 @@ from fairseq_struct.pieces.word_boundaries import WordStructure, word_structure
 
 
 class StructureContext:
-    """The WordStructure of the batch that the encoder is encoding right now."""
+    """The WordStructure of the batch that the encoder is encoding right now, for the modules
+    that fairseq's layers call with a fixed signature (`self_attn`, `embed_positions`)."""
 
     def __init__(self) -> None:
         self.current: Optional[WordStructure] = None

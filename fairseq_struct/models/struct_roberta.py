@@ -1,8 +1,7 @@
 """RoBERTa with the structure-aware encoder: the base of `bert2d` and `bert_elmo`.
 
-A `RobertaModel` subclass, so fairseq's LM head, classification heads (used for NSP/SOP here
-and by `sentence_prediction` fine-tuning later), checkpoint upgrades and hub interface all work
-unchanged. Only the encoder's inner Transformer is replaced (`StructTransformerEncoder`).
+A `RobertaModel` subclass whose inner Transformer is `StructTransformerEncoder`, so fairseq's LM
+head, classification heads, checkpoint upgrades and hub interface work unchanged.
 """
 
 from typing import Any, Dict, Optional

@@ -1,12 +1,8 @@
 """TP-Transformer encoder-decoder (Soulos et al., after Schlag et al.; design.md §2).
 
-A fairseq Transformer whose every attention binds its output to a learned role vector and uses
-relative positions (Shaw et al.) in encoder and decoder self-attention. The model subclasses
-fairseq's `TransformerModel` and swaps only the layers, so everything else (embeddings, sharing,
-`fairseq-generate`, checkpoints) is stock.
-
-    fairseq-train data-bin/en-tr --user-dir fairseq_struct --task translation_morph \\
-        --arch tp_transformer_base --share-all-embeddings ...
+fairseq's `TransformerModel` (`--arch tp_transformer_base`, `--task translation_morph`) with its
+layers swapped: every attention binds its output to a learned role vector and self-attention uses
+Shaw relative positions; embeddings, generation and checkpoints are stock.
 """
 
 from argparse import Namespace

@@ -1,8 +1,7 @@
 """The paper's baseline: a Transformer with relative positions and no roles (design.md §2.3).
 
-Same code path as the TP-Transformer with role binding switched off. At base size the heads are
-80 wide instead of 64 so that both models have the same number of parameters (the paper:
-74,375,936 vs 74,385,152 with a 50,000 vocabulary).
+The TP-Transformer's code path with role binding off; at base size the heads are 80 wide instead
+of 64, so that both models have the same number of parameters.
 """
 
 from argparse import Namespace

@@ -2,30 +2,16 @@
 
     out_i = Σ_j p_ij (v_j + a^V_ij),   p_i = softmax_j(q_i · k_j + q_i · a^K_ij + bias_ij)
 
-(q scaled by 1/sqrt(d); a^K_ij, a^V_ij the rows of the relative tables for bucket b_ij.) The
-written-out attention keeps the (B, H, T_q, T_k) probabilities for the backward, in several
-copies (fp32 softmax, its cast, the dropped ones): many times fused attention's memory on long
-inputs (benchmarks/bench_whole_word_attention.py measures both). Here, as fused attention does,
-the forward keeps only q, k, v, the tables and the output; the probabilities of a block of
-queries are recomputed in the backward, where
+(q scaled by 1/sqrt(d); a^K_ij, a^V_ij the rows of the relative tables for bucket b_ij.) As in
+fused attention, the forward keeps only q, k, v, the tables and the output; the probabilities of
+a block of queries are recomputed in the backward, where
 
     D_i = Σ_d dO_id O_id,   dP_ij = dO_i · (v_j + a^V_ij),   dS_ij = p_ij (dP_ij - D_i)
     dq_i = Σ_j dS_ij (k_j + a^K_ij),  dk_j = Σ_i dS_ij q_i,  dv_j = Σ_i p_ij dO_i,
     da^K_b = Σ_{b_ij = b} dS_ij q_i,  da^V_b = Σ_{b_ij = b} p_ij dO_i.
 
-The relative terms stay (T, 2k+1) tables per head: a gather from q·(a^K)^T and dO·(a^V)^T, a
-scatter of p or dS into the 2k+1 buckets (sums in fp32, as RelativePositionEmbeddings does). The
-arithmetic per block is that of the written-out attention (logits in the input dtype, softmax
-in fp32 at least), so the outputs agree with it; only the sums over query blocks of dk, dv and
-the tables' gradients are split (accumulated in fp32).
-
-Attention dropout is replayed, not stored: the forward draws each block's keep-mask from torch's
-generator (so fairseq's --seed decides them, as for any dropout) after noting its state; the
-backward draws the same masks again, block by block, from a generator set to that state.
-
-Blocks hold a fixed share of the queries' size in logits (`query_block_rows`); where the T x T
-tensors would be small beside the layer's activations, the written-out attention is better (fewer
-kernels, nothing recomputed): see `worth_blocking`.
+Attention dropout is replayed, not stored. Short inputs are better served by the written-out
+attention (`worth_blocking`).
 """
 
 from typing import List, Optional, Tuple

@@ -1,13 +1,9 @@
 """Character vocabulary for BERT-ELMo's whole-word input (Polatbilek; design.md §4.3).
 
-A word becomes [begin-of-word, c_1, ..., c_k, end-of-word, pad, ...] of fixed width `max_chars`
-(ELMo's layout). Words longer than max_chars - 2 characters are truncated, never rejected, and a
-character outside the vocabulary becomes <unk>, so every word, also one never seen, gets ids.
-
-Ids 0-3 are pad, unk, begin-of-word and end-of-word; the characters follow in sorted order. The
-vocabulary is therefore a pure function of its character set: building it again from the same
-fairseq Dictionary gives the same ids, and `as_tensor` / `from_tensor` carry the set as a long
-tensor of code points, which a model can register as a buffer to keep it in its checkpoint.
+A word becomes [begin-of-word, c_1, ..., c_k, end-of-word, pad, ...] of width `max_chars` (ELMo's
+layout), truncated if longer; a character outside the vocabulary becomes <unk>. Ids 0-3 are pad,
+unk, begin-of-word and end-of-word, then the characters in sorted order, so the vocabulary is a
+function of its character set (`as_tensor` / `from_tensor` keep the set in a checkpoint buffer).
 """
 
 from typing import Iterable, List

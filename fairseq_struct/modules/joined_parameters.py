@@ -1,16 +1,9 @@
 """Separate parameters laid out one after another in memory, read as one tensor without a copy.
 
-An attention layer projects one input by several Linears (queries, roles, keys, values). One
-matrix product of their concatenated weights launches fewer kernels than one per projection,
-but `torch.cat` of the weights launches two more and keeps a copy of them alive until the
-backward (6.75 MiB for a bert-base layer, more than the layer's activations at 512 tokens).
-Here the weights stay separate parameters (checkpoints, optimizers and initialisation see
-q_proj.weight, k_proj.weight, ... as before), but `pack_adjacent` puts their data in one
-storage, row blocks in order, so that `joined` reads any run of them as a single view: no
-kernel, no copy, and the backward hands each parameter its rows of the joined gradient.
-
-Where the layout was lost (parameters replaced, or made by a deep copy before `pack_adjacent`
-ran again), `joined` falls back to `torch.cat`: the same values, as before.
+`pack_adjacent` puts the data of, e.g., an attention layer's q/k/v projection weights in one
+storage and `joined` reads them as a single view, so their one matrix product needs no
+`torch.cat` (more launches, and a copy kept for the backward); checkpoints, optimizers and
+initialisation still see the separate parameters. Where the layout was lost, `joined` concatenates.
 """
 
 from typing import Optional, Sequence

@@ -6,9 +6,7 @@ The score of a tag path c_1..c_n of a sentence with emissions y (n, L) is Zölln
 
 with no start or end transitions. LCRF learns T = W directly; LCRF_NER builds it by eq. (7),
 T = (A + ω_f·F) ⊙ W − ω_a·F, from the matrix F of forbidden IOB transitions and A = 1 − F.
-Training maximises log p(c | y) = s(c) − log Σ_c' exp s(c') (forward algorithm); decoding is
-Viterbi's argmax of eq. (6). Both are vectorised over the batch and loop over time only:
-O(n·L²) per sentence.
+Training maximises log p(c | y) = s(c) − log Σ_c' exp s(c'); decoding is Viterbi's argmax.
 """
 
 from typing import Optional, Sequence, Tuple

@@ -2,8 +2,7 @@
 
 Two learned tables a^K and a^V of shape (2k+1, head_dim). The key j seen from query i uses row
 clip(j - i, -k, k) + k. Logits get q_i · a^K_ij (eq. 4 of Shaw et al.), outputs get
-Σ_j α_ij a^V_ij (eq. 3). Neither term builds a (T_q, T_k, head_dim) tensor: the key term is a
-gather from q·(a^K)^T and the value term a scatter of the attention weights into 2k+1 buckets.
+Σ_j α_ij a^V_ij (eq. 3), without building a (T_q, T_k, head_dim) tensor.
 """
 
 from typing import Dict, Tuple

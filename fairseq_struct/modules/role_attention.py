@@ -3,21 +3,10 @@
 For head h: Q, K, V as usual, and the role R = X W_r + b_r computed from the query stream.
 A = softmax(Q K^T / sqrt(d_k) + relative terms), V̄ = A V (+ Σ α a^V), and the filler V̄ is
 bound to its role by the Hadamard product: Z = V̄ ⊙ R + V̄ (Soulos et al.'s residual, default)
-or Z = V̄ ⊙ R (Schlag et al.). With roles off this is a plain relative-position attention, the
-paper's baseline, on the same code path.
+or Z = V̄ ⊙ R (Schlag et al.). With roles off this is the paper's relative-position baseline.
 
-Two paths give the same V̄. Without a relative-position term (cross-attention, and
-self-attention with --max-relative-positions 0) and without weights to return, V̄ comes from
-`F.scaled_dot_product_attention` (flash / memory-efficient kernels on a GPU; no T x T
-probabilities stored), and the role binding is applied after it. Otherwise the attention is
-written out: the Shaw terms need the probabilities, and callers asking for weights get them.
-Softmaxes run in fp32 at least, whatever the weights' precision.
-
-This is a complete forward, not a patch on fairseq's MultiheadAttention: that class takes a
-fused `F.multi_head_attention_forward` fast path which would skip roles and relative positions.
-The call signature, the incremental state layout (prev_key/prev_value of shape
-(batch, heads, time, head_dim)) and `reorder_incremental_state` follow fairseq's class, so the
-stock Transformer layers, decoder and sequence generator drive it unchanged.
+A complete forward with the call signature and incremental state of fairseq's
+MultiheadAttention, whose fused fast path would skip roles and relative positions.
 """
 
 import math
@@ -244,6 +233,7 @@ class RoleRelativeMultiheadAttention(FairseqIncrementalState, nn.Module):
                     padding_bias = key_padding_bias(key_padding_mask, q.dtype)
                     saved_state["prev_key_padding_bias"] = padding_bias
                 self._set_input_buffer(incremental_state, saved_state)
+        # The fused kernels take no Shaw terms and return no weights.
         probabilities_needed = need_weights or before_softmax
         if self.relative_positions is None and not probabilities_needed:
             filler = self._fused_attention(

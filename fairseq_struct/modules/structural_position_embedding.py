@@ -7,17 +7,9 @@ with n = m - 2 intermediate pieces: one piece -> [0]; otherwise the first piece 
   - uniform (default; the authors' code): 2 + j if n <= M else 2 + round_half_up(j (M-1) / n)
   - paper: 2 + j if n <= M else 2 + floor(j M / n)
   - leftover_as_last: 2 + j if j < M else 1
-so ids lie in [0, M + 1] and the subword table has M + 2 rows. The word-position ids depend on
-the words only, never on how finely SentencePiece cut them (the paper's Fig. 3).
-
-The 1D table here has exactly `max_positions` rows (fairseq's learned table adds padding_idx + 1
-rows), so BERT2D has exactly (M + 2) * d_model more parameters than the same encoder in "1d"
-mode. Segment embeddings (BERT's token types, for NSP/SOP pairs) are added when
-`num_segments` > 0.
-
-`restart_words`: the word positions of a sentence pair's second segment count from 0 again
-(`[CLS] un ##want [SEP] runn ##ing [SEP]` -> 0 1 1 2 0 0 1), as the published BERT2D
-checkpoints were trained; the project's own BERT2D numbers the words of both segments on.
+so ids lie in [0, M + 1] and the subword table has M + 2 rows. With `restart_words`, a pair's
+second segment counts its words from 0 again (`[CLS] un ##want [SEP] runn ##ing [SEP]` ->
+0 1 1 2 0 0 1), as the published BERT2D checkpoints were trained.
 """
 
 from typing import Optional
@@ -88,7 +80,8 @@ class StructuralPositionEmbedding(nn.Module):
         self.max_intermediate = max_intermediate
         self.subword_strategy = subword_strategy
         self.restart_words = restart_words
-        # Word positions in 2d mode, token positions in 1d mode.
+        # Word positions in 2d mode, token positions in 1d mode: max_positions rows, not fairseq's
+        # padding_idx + 1 more, so 2d mode adds exactly (M + 2) * embed_dim parameters.
         self.positions: Optional[nn.Embedding] = (
             nn.Embedding(max_positions, embed_dim) if mode != "none" else None
         )

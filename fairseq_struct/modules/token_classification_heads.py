@@ -1,16 +1,9 @@
-"""Token-classification heads of fine-tuning (design.md §5.4; Zöllner et al., section 4).
+"""Token-classification heads of fine-tuning (`--head`; Zöllner et al., section 4; design.md §5.4):
+`softmax`, `cse` (Class-Start-End), and the linear-chain CRFs `lcrf` and `lcrf_ner`.
 
-Every head has RoBERTa's classification-head shape per token (dropout → `dense` → activation →
-dropout → `out_proj`), so fairseq's `RobertaModel.upgrade_state_dict_named` recognises it: a
-pretrained checkpoint without the head gets the freshly initialised one, and a fine-tuned
-checkpoint loads its own. Losses and decoding work on *word* sequences: the outputs of the
-first unit of every word, gathered left-aligned by `gather_words` (labels sit on first units).
-
-- `softmax` (Default-Fine-Tuning): one softmax over the labels per word, cross-entropy.
-- `cse` (Class-Start-End, section 4.1): sigmoid start, sigmoid end (eq. 5 losses) and a softmax
-  over the entity classes without B-/I- ("O" included); decoded by `iob.cse_decode`.
-- `lcrf` (section 4.2): emissions + a linear-chain CRF with a learned transition matrix W.
-- `lcrf_ner` (eq. 7): the CRF's transitions are T = (A + ω_f·F) ⊙ W − ω_a·F.
+Each has RoBERTa's classification-head shape per token, so fairseq's `upgrade_state_dict_named`
+gives a pretrained checkpoint a fresh head. Losses and decoding work on words: the outputs of
+each word's first unit (`gather_words`).
 """
 
 from typing import List, Sequence, Tuple

@@ -1,9 +1,5 @@
-"""Transformer encoder/decoder layers whose attentions are RoleRelativeMultiheadAttention.
-
-Only the attention builders change; residuals, layer norms and the feed-forward block are
-fairseq's own, so the TP-Transformer and its baseline differ from a stock Transformer in
-attention alone.
-"""
+"""Transformer encoder/decoder layers whose attentions are RoleRelativeMultiheadAttention; the rest
+(residuals, layer norms, feed-forward) is fairseq's own."""
 
 from fairseq.models.transformer import TransformerConfig
 from fairseq.modules.transformer_layer import (

@@ -5,25 +5,14 @@
 This module returns mha_wwa(x) + mha_wind(x); the caller adds the residual x.
 
 - mha_wwa: the token vectors of each word are averaged (eq. 8), multi-head attention runs over
-  the m words with Shaw relative positions at word level (clipping k, 16 by default; the paper
-  uses relative positions because absolute ones cannot be added after eq. 8), and each word's
-  output is copied back to its tokens (z_i = ŷ_F(i)).
+  the m words with Shaw relative positions at word level (clipping k, 16 by default), and each
+  word's output is copied back to its tokens (z_i = ŷ_F(i)).
 - mha_wind: every token attends to the tokens at most w positions away (2w+1 keys, itself
-  included) with relative positions d^K_{j-i}, d^V_{j-i} (eqs. 3-4 of the paper); one table row
-  per offset, since the window lies inside the clipping distance. The (T, 2w+1) band is made
-  one offset at a time from slices of the padded keys and values: time and memory linear in T,
-  no T x T matrix, and nothing the size of the window's overlapping key blocks kept for the
-  backward.
-- With m above twice the head size, the word attention runs by query blocks
-  (blockwise_relative_attention): no m x m probabilities kept for the backward.
+  included) with relative positions d^K_{j-i}, d^V_{j-i} (eqs. 3-4), in time and memory linear
+  in T.
 
-Half precision (fp16/bf16): the softmaxes run in fp32 and the word averages (eq. 8) accumulate
-in fp32; both are cast back to the input dtype. No step reads a tensor back to the host: the
-number of word slots is a host int, given by the caller (`num_words`) or the sequence length.
-
-The two attentions have their own q/k/v/out projections: the paper says mha_wind "introduces
-additional trainable variables compared to the traditional Transformer", i.e. it does not reuse
-the weights of mha_wwa. Energy values per head: m² + (2w+1)·n instead of n² (eq. 9).
+Each has its own q/k/v/out projections. Energy values per head: m² + (2w+1)·n instead of n²
+(eq. 9).
 """
 
 import math
@@ -127,6 +116,7 @@ class WholeWordAttention(nn.Module):
         head_dim = embed_dim // num_heads
         self.word_attention = AttentionProjections(embed_dim, num_heads)
         self.word_relative_positions = RelativePositionEmbeddings(max_relative_position, head_dim)
+        # Not mha_wwa's weights: the paper's mha_wind "introduces additional trainable variables".
         self.window_attention = AttentionProjections(embed_dim, num_heads)
         # Clipping at w gives one row per window offset -w..w.
         self.window_relative_positions = RelativePositionEmbeddings(window, head_dim)
