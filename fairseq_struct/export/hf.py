@@ -1,42 +1,9 @@
 """Export a checkpoint of the project to a Hugging Face `transformers` model directory.
 
-    pip install 'fairseq-struct[hf]'        # transformers and safetensors (optional extras)
     python -m fairseq_struct.export.hf checkpoints/bert2d/checkpoint_best.pt hf/bert2d
 
-    from transformers import AutoModel, AutoModelForMaskedLM, AutoTokenizer
-    tokenizer = AutoTokenizer.from_pretrained("hf/bert2d", trust_remote_code=True)
-    model = AutoModelForMaskedLM.from_pretrained("hf/bert2d", trust_remote_code=True).eval()
-    batch = tokenizer(["ev￭ler￭de kal￭dı ."], return_tensors="pt")  # morph mode: segmented text
-    logits = model(**batch).logits              # (1, tokens, dictionary)
-    encoder = AutoModel.from_pretrained("hf/bert2d", trust_remote_code=True)  # encoder only
-
-Checkpoints (the model and task come from the checkpoint, the dictionary from its data
-directory, or from --data):
-- masked-LM pretraining (`masked_lm_struct`, fairseq's `masked_lm`) of `bert2d*`, `bert_elmo*` and
-  stock `roberta`: the encoder and the masked-LM head (`AutoModelForMaskedLM`; the NSP/SOP head
-  "sentence_pair" is left out);
-- `sentence_prediction` fine-tuning: the classification head (`AutoModelForSequenceClassification`);
-- `token_classification` fine-tuning with `--head softmax|lcrf|lcrf_ner`
-  (`AutoModelForTokenClassification`): logits are the per-token scores (the CRF's emissions),
-  `model.crf` holds the transitions and `model.decode(...)` gives each word's label (Viterbi,
-  and the Entity-Fix rule if fine-tuning used it).
-
-OUT_DIR gets `config.json`, `model.safetensors`, the tokenizer (`vocab.json`: the fairseq
-dictionary; `spm.model` for pieces; `tokenizer_config.json`), the code transformers loads with
-`trust_remote_code=True` (`configuration_struct_encoder.py`, `modeling_struct_encoder.py`,
-`tokenization_struct_encoder.py`; torch and transformers only, no fairseq) and
-`fairseq_export.json` (where it came from, what was left out, the parity check).
-Stock roberta whose options transformers' own `RobertaForMaskedLM` /
-`RobertaForSequenceClassification` computes exactly is written as such (`model_type` "roberta");
-everything else uses the exported code. A model on a Hugging Face tokenizer's units (an import,
-or WordPiece pretraining) keeps that tokenizer and its ids (hf_tokenizer_units.py). Before writing, the export runs fairseq and the
-transformers model on the same batch and stops if they differ (`--no-check` skips that).
-
-An option the exported model cannot compute (quantization noise, spectral norm, sinusoidal
-positions, the CSE head, ...) stops the export with an `UnsupportedCheckpoint` error naming it:
-an export never computes something else than the checkpoint. Tokenizer limitations (morph-mode
-text must be segmented first; word-level text Moses-tokenized) are in
-`hf_code/tokenization_struct_encoder.py`.
+Which checkpoints export, what OUT_DIR holds, the parity check run before writing and how to
+load the result: docs/export.md.
 """
 
 import argparse

@@ -1,17 +1,9 @@
-"""Export of checkpoints whose units are a Hugging Face tokenizer (`export.hf`): an imported
-BERTurk, mBERT, XLM-R or BERT2D, fine-tuned or not, or the plugin's own models pretrained on
-WordPiece. The exported model reads the tokenizer's own ids (the vocabulary back in its order)
-and the directory holds the original tokenizer, so an unchanged import gives back the original
-model's outputs.
+"""Export of checkpoints whose units are a Hugging Face tokenizer's (`export.hf`): an imported
+BERTurk, mBERT, XLM-R or BERT2D, fine-tuned or not, or a model pretrained on WordPiece.
 
-Where transformers' own classes compute the checkpoint exactly (the `bert` architecture with
-BERT's heads), it is written as BertForMaskedLM / BertForSequenceClassification /
-BertForTokenClassification (XLMRobertaFor... for XLM-R): a stock directory, no remote code. The
-sentence head is BERT's pooler (dense + tanh on the first token) and classifier; BERT's token
-classifier is one linear layer, which a softmax head fine-tuned with `--pooler-activation-fn
-linear` (two linear layers in a row) is once multiplied out. Everything else (BERT2D's 2D
-positions, restarted for a pair's second segment; a tanh in the token head; the CRF) is the
-project's exported code (hf_code/, `trust_remote_code=True`) beside the stock tokenizer.
+The directory holds the original tokenizer and the model reads its ids, so an unchanged import
+gives back the original model's outputs. Where transformers' own Bert / XLMRoberta classes compute
+the checkpoint exactly, it is written as them; otherwise as the exported code (hf_code/).
 """
 
 import json

@@ -1,8 +1,7 @@
 """Configuration of a fairseq-struct encoder exported to Hugging Face transformers.
 
-Written by `python -m fairseq_struct.export.hf` from the checkpoint's options; every field that
-changes the forward pass is named after the fairseq option it comes from (in brackets below).
-Depends on transformers only (loaded with `trust_remote_code=True`).
+Written by `python -m fairseq_struct.export.hf`; each field that changes the forward pass is
+named after the fairseq option it comes from (in brackets below).
 """
 
 from typing import Any, List, Optional

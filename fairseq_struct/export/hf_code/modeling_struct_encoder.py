@@ -1,30 +1,13 @@
 """fairseq-struct's masked-LM encoders (BERT2D, BERT-ELMo, RoBERTa) in plain torch for transformers.
 
-Written into a model directory by `python -m fairseq_struct.export.hf` and loaded from there
-with `trust_remote_code=True`; it imports torch and transformers only, never fairseq:
+Written into a model directory by `python -m fairseq_struct.export.hf` and loaded from there with
+`trust_remote_code=True` (torch and transformers only, never fairseq). The forward pass is
+fairseq's, operation by operation, checked against it by the export.
 
     from transformers import AutoModelForMaskedLM, AutoTokenizer
     tokenizer = AutoTokenizer.from_pretrained("hf/bert2d", trust_remote_code=True)
     model = AutoModelForMaskedLM.from_pretrained("hf/bert2d", trust_remote_code=True).eval()
     logits = model(**tokenizer(["ev￭ler￭de kal￭dı ."], return_tensors="pt")).logits
-
-The forward pass is fairseq's, re-implemented operation by operation (the export checks it
-against fairseq): fairseq's post-norm (or pre-norm) Transformer encoder layer, with
-- positions: 1D, BERT2D's word + subword positions (Kaya & Tantuğ), none, or stock fairseq roberta's
-  learned table (positions counted from padding_idx + 1); segment embeddings (tokens after the
-  first </s> are segment 1);
-- Shaw relative positions in every self-attention, or Whole-Word Attention (Zöllner et al.);
-- token embeddings from a table, or BERT-ELMo's character CNN over each symbol's spelling.
-
-Word structure comes from `input_ids` alone, as in fairseq: `word_start_lookup` (a buffer saved
-with the weights: True for the symbols that begin a word: pieces starting with ▁, every special
-symbol, every symbol of word-level data) says where words begin; `word_starts` overrides it
-(fairseq's masked-LM task passes the word starts of the text *before* masking, so that a masked
-word keeps its 2D positions and its Whole-Word Attention group: pass the unmasked sequence's
-`word_start_lookup[ids]` to reproduce that).
-
-Padding is `pad_token_id` in `input_ids` (as fairseq sees it), and also wherever
-`attention_mask` is 0. Token type ids are not an input: segments come from the first </s>.
 """
 
 import math
@@ -602,7 +585,13 @@ class StructEncoderPreTrainedModel(PreTrainedModel):
 
 class StructEncoderModel(StructEncoderPreTrainedModel):
     """The encoder alone: `last_hidden_state` (B, T, C) and, on request, the embedding output
-    and every layer's output as `hidden_states` (fairseq's `inner_states`)."""
+    and every layer's output as `hidden_states` (fairseq's `inner_states`).
+
+    Words begin where `word_start_lookup[input_ids]` says (a buffer saved with the weights: True
+    for pieces starting with ▁, every special symbol, every symbol of word-level data), or where
+    `word_starts` (B, T) says: fairseq's masked-LM task passes the word starts of the text before
+    masking, so pass the unmasked sequence's `word_start_lookup[ids]` to reproduce it. Padding
+    is `pad_token_id` and wherever `attention_mask` is 0; segments begin after the first </s>."""
 
     def __init__(self, config: StructEncoderConfig) -> None:
         super().__init__(config)

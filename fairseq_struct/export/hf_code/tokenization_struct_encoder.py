@@ -1,33 +1,10 @@
 """Tokenizers of exported fairseq-struct encoders: text -> the ids of the run's fairseq dictionary.
 
-Written into a model directory by `python -m fairseq_struct.export.hf`; depends on transformers
-(and sentencepiece for pieces), never on fairseq. The ids are those fairseq's binarized data
-has for the same text (`vocab.json`: the fairseq dictionary's symbols in id order, <mask>
-included; unknown units become <unk>), and a sentence is `<s> units </s>`, a pair
-`<s> A </s> B </s>` (the project's fine-tuning and NSP/SOP layout).
-
-- `StructPieceTokenizer` (bert2d, roberta): whitespace normalised (one space between words,
-  none at the edges, as the preparation does), then the run's SentencePiece model (`spm.model`);
-  morpheme-boundary marks (￭) are never units. For a run prepared in `--mode morph`, the
-  pretraining text was segmented into morphemes first (Turkish: Zemberek, Inuktitut: Morfessor,
-  which need fairseq_struct and are not part of this tokenizer): give it *segmented* text,
-  morphemes of a word joined by ￭ (U+FFED), e.g. "ev￭ler￭de kal￭dı ." made by
-
-      from pathlib import Path  # with PYTHONHASHSEED=0, as the preparation runs Zemberek
-      from fairseq_struct.morph.segmenters import segment_all
-      segmented = segment_all("tr", ["evlerde kaldı ."], workers=1, out_dir=Path("."))
-
-  Unsegmented text is accepted and gives bpe-mode pieces, which may cut words differently from
-  what the model was trained on (`segmentation` in tokenizer_config.json says which applies).
-- `StructWordTokenizer` (bert_elmo): one unit per whitespace token. The pretraining text was
-  Moses-tokenized; give it tokenized text, e.g. from
-  `sacremoses.MosesTokenizer(lang="tr").tokenize(line, escape=False, return_str=True)`.
-  Words the dictionary lacks become <unk> (fairseq_struct's own prediction instead appends them
-  to the dictionary, since the character CNN embeds any word).
-
-`encode_words(words)` encodes already split words (CoNLL tokens) and marks the first unit of each
-(`word_mask`), where token-classification fine-tuning put each word's label; pass it to the
-token-classification model's `decode`.
+Written into a model directory by `python -m fairseq_struct.export.hf` (transformers, and
+sentencepiece for pieces; never fairseq). `vocab.json` holds the fairseq dictionary's symbols in
+id order; a sentence is `<s> units </s>`, a pair `<s> A </s> B </s>`, as in fairseq's binarized
+data. `StructPieceTokenizer` (bert2d, roberta) and `StructWordTokenizer` (bert_elmo) say which
+text they expect.
 """
 
 import json
@@ -148,7 +125,18 @@ class _FairseqDictionaryTokenizer(PreTrainedTokenizer):
 
 
 class StructPieceTokenizer(_FairseqDictionaryTokenizer):
-    """SentencePiece pieces of the pretraining run (bert2d, roberta); see the module docstring."""
+    """SentencePiece pieces of the pretraining run (bert2d, roberta), from `spm.model` after the
+    preparation's whitespace normalisation; morpheme-boundary marks (￭) are never units.
+
+    For a run prepared in `--mode morph`, give it *segmented* text, morphemes of a word joined by
+    ￭ (U+FFED), e.g. "ev￭ler￭de kal￭dı ." made by
+
+        from pathlib import Path  # with PYTHONHASHSEED=0, as the preparation runs Zemberek
+        from fairseq_struct.morph.segmenters import segment_all
+        segmented = segment_all("tr", ["evlerde kaldı ."], workers=1, out_dir=Path("."))
+
+    Unsegmented text gives bpe-mode pieces, which may cut words differently from what the model
+    was trained on (`segmentation` in tokenizer_config.json says which applies)."""
 
     vocab_files_names = {"vocab_file": VOCAB_FILE, "spm_file": SPM_FILE}
 
@@ -203,7 +191,11 @@ class StructPieceTokenizer(_FairseqDictionaryTokenizer):
 
 
 class StructWordTokenizer(_FairseqDictionaryTokenizer):
-    """Whole words (bert_elmo, `--tokens-are-words` data); see the module docstring."""
+    """Whole words (bert_elmo, `--tokens-are-words` data): one unit per whitespace token. Give
+    it Moses-tokenized text, as the pretraining text was, e.g. from
+    `sacremoses.MosesTokenizer(lang="tr").tokenize(line, escape=False, return_str=True)`. Words
+    the dictionary lacks become <unk> (fairseq_struct's own prediction instead appends them to
+    the dictionary, since the character CNN embeds any word)."""
 
     def _tokenize(self, text: str, **kwargs: Any) -> List[str]:
         return text.split()  # fairseq-preprocess splits lines on whitespace
