@@ -2,20 +2,16 @@
 checkpoint of the plugin, with its dictionary and tokenizer.
 
     python -m fairseq_struct.hf_import dbmdz/bert-base-turkish-cased imported/berturk
-    python -m fairseq_struct.hf_import path/to/Bert2D-cased-Turkish-128K imported/bert2d
 
-SOURCE is a model directory (no network is used), or a hub id, fetched once into the Hugging
-Face cache that transformers uses. OUT_DIR is written whole or not at all:
+SOURCE is a model directory (no network is used) or a hub id, fetched once into the Hugging Face
+cache. OUT_DIR, written whole or not at all, serves every encoder command of the plugin where a
+pretraining run would (docs/finetuning.md):
 
     model.pt          a masked-LM checkpoint of the plugin (`bert` or `bert2d`; masked_lm_struct)
     dict.txt          the vocabulary as a fairseq dictionary (`hf_import.vocabulary`)
     tokenizer.json    the model's own fast tokenizer, which cuts labelled words
     hf_tokenizer/     its transformers files (for the Hugging Face export)
     hf_import.json    units, special tokens, architecture, what was found and left out
-
-OUT_DIR serves every encoder command of the plugin where a pretraining run serves today:
-`downstream.prepare --pretraining-data OUT_DIR`, `scripts/finetune.sh --pretrained OUT_DIR`,
-the encoder grid's `--imported NAME=OUT_DIR`, the probes and the Hugging Face export.
 """
 
 import argparse

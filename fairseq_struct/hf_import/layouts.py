@@ -1,19 +1,6 @@
-"""Which Hugging Face models import, as which fairseq architecture, and where each weight goes.
-
-- BERT (`BertModel`, `BertForMaskedLM`, `BertForPreTraining`: BERTurk, mBERT) -> `bert`:
-  token + 1D position (from 0) + token type embeddings, layer norm epsilon from the config.
-- BERT2D as Kaya & Tantuğ published it (keys under `bert2d.`, older `bert.`; tables
-  `whole_word_embeddings` and `subword_embeddings`, no 1D table) -> `bert2d` with its word
-  positions restarting at a pair's second segment; M is the subword table's rows - 2.
-- XLM-R / RoBERTa with SentencePiece pieces (`XLMRobertaForMaskedLM`, `RobertaForMaskedLM`) ->
-  `bert`: RoBERTa counts positions from padding_idx + 1, so its table's rows from there on are
-  the 1D table counted from 0 (fairseq pads on the right), and its one token type is one segment.
-
-Every weight is accounted for: a weight the layout does not place, or one it needs and the
-checkpoint lacks, stops the import. The pooler (dense + tanh on the first token) and BERT's NSP
-layer become the plugin's NSP head "sentence_pair"; a pooler without an NSP layer is kept
-under `pooler.` for the fine-tuning head (`--sentence-head-from-pooler`).
-"""
+"""Which Hugging Face models import, as which fairseq architecture, and where each weight goes
+(the table in docs/finetuning.md, "Start from a published encoder"). Every weight is accounted
+for: one the layout does not place, or one it needs and the checkpoint lacks, stops the import."""
 
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Set

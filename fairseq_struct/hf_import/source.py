@@ -1,9 +1,6 @@
-"""Read a Hugging Face model: its directory (or a hub id, through the Hugging Face cache that
-transformers uses), `config.json`, and its weights (safetensors or `.bin`, whole or sharded).
-
-Every problem is an `ImportFailure` naming the file and what is wrong with it. `.bin` files are
-unpickled with `weights_only=True`: a file that would build anything but tensors is refused.
-"""
+"""Read a Hugging Face model: its directory (or a hub id, through the Hugging Face cache),
+`config.json` and its weights (safetensors or `.bin`, whole or sharded). `.bin` files are
+unpickled with `weights_only=True`; every problem is an `ImportFailure` naming the file."""
 
 import json
 import os
