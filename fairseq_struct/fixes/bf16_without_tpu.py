@@ -1,13 +1,8 @@
 """Let `fairseq-train --bf16` train in bfloat16 on GPUs (and CPUs), not only on TPUs.
 
-fairseq 0.12 reads `--bf16` as "TPU": its option post-processing sets `args.tpu = True`
-whenever `--bf16` (or `--memory-efficient-bf16`) is given, and the trainer then asks torch_xla
-for a device and fails (`'NoneType' object has no attribute 'xla_device'`) on any machine
-without it (upstream: facebookresearch/fairseq#2983, #4089; fixed on fairseq's main branch by
-no longer implying --tpu). Without torch_xla there is no TPU to mean, so the flag is set back
-here, before `call_main` uses it to choose how to start the workers and before the trainer
-reads it: bf16 weights with fp32 master copies (fairseq's FP16Optimizer), on the device that
-`--cpu` / CUDA selects. With torch_xla installed, fairseq's behaviour is kept.
+fairseq 0.12 sets `args.tpu = True` whenever `--bf16` is given and then fails without torch_xla
+(facebookresearch/fairseq#2983, #4089). Without torch_xla the flag is set back before
+`call_main` and the trainer read it; with torch_xla, fairseq's behaviour is kept.
 """
 
 import importlib.util

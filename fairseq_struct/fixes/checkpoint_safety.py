@@ -1,16 +1,8 @@
 """Let fairseq 0.12 checkpoints load under torch's `weights_only=True`, and nothing more.
 
-Since torch 2.6, `torch.load` unpickles with `weights_only=True` by default: only tensors,
-containers and allow-listed classes may be built, so a checkpoint cannot run code while it
-loads. fairseq's `checkpoint_utils.load_checkpoint_to_cpu` calls `torch.load` without
-`weights_only`, and fairseq 0.12 checkpoints hold a few Python objects besides tensors, so
-stock `fairseq-train --restore-file` and `fairseq-generate --path` refuse them.
-
-Importing this module (importing `fairseq_struct` does) adds exactly those classes to torch's
-safe globals. `weights_only` stays on: a file that needs any other global is still refused.
-The list was found by training tiny stock models (`transformer` and `lstm`; adam and adafactor;
-`--eval-bleu` with BLEU as best-checkpoint metric; `--store-ema`; 2-process gloo training with
-`--fast-stat-sync`), loading every checkpoint they wrote and resuming from them.
+Since torch 2.6, `torch.load` refuses by default the few Python objects that fairseq 0.12
+checkpoints hold besides tensors. Importing this module (importing `fairseq_struct` does) adds
+exactly those classes to torch's safe globals; a file that needs any other global is still refused.
 """
 
 import argparse
@@ -32,6 +24,8 @@ SafeGlobal = Union[Callable, Tuple[Callable, str]]
 # module moved from numpy.core.multiarray (numpy 1.x) to numpy._core.multiarray (numpy 2).
 _reconstruct_ndarray = np.ndarray(0).__reduce__()[0]
 
+# Found by loading and resuming every checkpoint of tiny stock runs (transformer, lstm; adam,
+# adafactor; --eval-bleu as best metric, --store-ema, 2-process gloo with --fast-stat-sync).
 FAIRSEQ_CHECKPOINT_GLOBALS: List[SafeGlobal] = [
     # cfg["model"] of a model registered without a dataclass (every legacy --arch, stock
     # `transformer` and `lstm` included), cfg["optimizer"] of adafactor, and the top-level

@@ -1,13 +1,9 @@
 """Stop fairseq-fixed 0.12.3.1 from silently dropping sentences when it batches them.
 
 Its compiled `batch_by_size` loses the last partial batch whenever
-`--required-batch-size-multiple` is above 1 (the default is 8): of 10 sentences in batches of
-up to 4, only 8 come back. Training epochs, validation, `--eval-bleu` and `fairseq-generate` all
-batch through this function, so test sentences vanished from the output without a word.
-The batches it does return are consecutive runs of `indices`, so the missing sentences are the
-tail; they are batched again without the multiple and appended. Installed on import, as a
-replacement of `fairseq.data.data_utils.batch_by_size`, which every dataset calls through the
-module.
+`--required-batch-size-multiple` is above 1 (the default is 8), in training, validation and
+fairseq-generate alike; the missing tail is batched again without the multiple and appended.
+Installed on import in place of `fairseq.data.data_utils.batch_by_size`.
 """
 
 from typing import Callable, List, Optional
@@ -38,6 +34,7 @@ def batch_by_size(
         required_batch_size_multiple,
         fixed_shapes,
     )
+    # The batches it returns are consecutive runs of indices: the missing sentences are the tail.
     covered = sum(len(batch) for batch in batches)
     if fixed_shapes is not None or covered == len(indices):
         return batches

@@ -1,20 +1,9 @@
 """fairseq's Adafactor with a number of operations that does not grow with the parameters.
 
-fairseq's `Adafactor.step` updates its parameters one tensor at a time: about 25 operations per
-tensor, each a kernel launch on a GPU and a dispatch on a CPU, where small tensors make the
-dispatches cost more than the arithmetic (benchmarks/bench_update_launches.py counts them;
-figures in benchmarks/README.md). It is the paper's translation optimizer
-(`scripts/train-en-tr.sh`). Here the same step runs on groups: the factored tensors (matrices)
-stacked by shape, so that their row and column statistics are one batched reduction, and the
-others through torch's multi-tensor `_foreach_*` operations.
-
-The arithmetic is fairseq's, operation for operation (only the order of the float sums inside a
-reduction may differ); the optimizer state keeps fairseq's layout (per parameter: `step`,
-`exp_avg_sq_row` / `exp_avg_sq_col` or `exp_avg_sq`, `exp_avg` with `--beta1`, `RMS`), so
-checkpoints move between the two in both directions. Learning rates that depend on the
-parameter (`--scale-parameter`, `--relative-step`, `--warmup-init`) and half-precision
-parameters (`--memory-efficient-fp16`; `--fp16` / `--bf16` keep fp32 master weights and take
-this path) run fairseq's own step.
+The step of fairseq's `Adafactor.step` (about 25 operations per tensor) on groups: matrices
+stacked by shape, the rest through `_foreach_*`. Arithmetic and optimizer state are fairseq's, so
+checkpoints move both ways; parameter-dependent learning rates (`--scale-parameter`,
+`--relative-step`, `--warmup-init`) and half-precision parameters run fairseq's own step.
 """
 
 import math

@@ -1,21 +1,10 @@
 """fairseq's Adam (`--optimizer adam`) in a number of operations that does not grow with the
 parameters.
 
-Without apex, `FairseqAdam` runs fairseq's own `Adam.step`: about 11 operations per parameter
-tensor, each a kernel launch on a GPU (fairseq's answer is apex's FusedAdam,
-facebookresearch/fairseq#940; benchmarks/bench_update_launches.py counts the launches). Here the
-same operations, in fairseq's order, run through torch's multi-tensor `_foreach_*` operations,
-once per group of tensors that share a device and a step count: 8 operations a step (9 with
-`--amsgrad`, 10 with weight decay), whatever the number of tensors.
-
-Not torch's fused Adam kernel: it folds fairseq's `eps` and decoupled weight decay in another
-order, and the rounding differences it makes at every step grow over training; these operations
-give fairseq's numbers bit for bit on a CPU. The optimizer state keeps fairseq's layout (`step`
-an int, `exp_avg`, `exp_avg_sq`, `max_exp_avg_sq` with `--amsgrad`), so checkpoints move between
-the two in both directions.
-Half-precision parameters (`--memory-efficient-fp16/bf16`, whose fp32 moments fairseq converts
-tensor by tensor) keep fairseq's step; `--fp16` / `--bf16` give the optimizer fp32 master
-weights and take this path.
+Without apex, fairseq's `Adam.step` runs about 11 operations per tensor; here the same ones, in
+its order, run through `_foreach_*` per group of tensors sharing a device and step count: bit for
+bit on a CPU (torch's fused Adam orders `eps` and weight decay differently), with fairseq's state
+layout. Half-precision parameters (`--memory-efficient-fp16/bf16`) keep fairseq's step.
 """
 
 import math

@@ -1,12 +1,9 @@
 """fairseq's gradient norm (`clip_grad_norm_`, every update: logged as gnorm, and `--clip-norm`)
 in a number of operations that does not grow with the parameters.
 
-Without apex's `multi_tensor_l2norm`, fairseq 0.12 takes the norm tensor by tensor (a
-`linalg_vector_norm` launch per parameter tensor, every update) and warns "amp_C fused kernels
-unavailable" at every call. torch's `_foreach_norm` takes them in one operation; the
-total and the clipping are fairseq's (the same fp32 per-tensor norms, the norm of their stack,
-`max_norm / (total + 1e-6)` clamped at 1, expert gradients clipped but not counted). With apex
-installed, or gradients spread over devices or sparse, fairseq's own function runs.
+Without apex, fairseq 0.12 takes the norm tensor by tensor (and warns "amp_C fused kernels
+unavailable" each time); here one `_foreach_norm`, with fairseq's total and clipping. With apex,
+or gradients spread over devices or sparse, fairseq's own function runs.
 """
 
 from typing import Callable, Iterable, Optional, Union

@@ -1,13 +1,9 @@
 """fairseq's fp32 master weights (`--fp16`, `--bf16`) copied in a number of operations that does
 not grow with the parameters.
 
-fairseq's FP16Optimizer keeps an fp32 copy of the half-precision weights for the optimizer: at
-every update it copies the gradients into it, zeroes them and copies the updated weights back,
-one tensor at a time (under `--bf16` it never flattens the copy, a choice made for TPUs): three
-launches per parameter tensor on a GPU (benchmarks/bench_update_launches.py counts them). Here
-each of the three is one `_foreach_*` operation per device, with fairseq's semantics (parameters
-that need no gradient are skipped, a missing gradient counts as zeros, the flat copy's layout is
-kept).
+fairseq's FP16Optimizer copies the gradients in, zeroes them and copies the weights back one
+tensor at a time; here each of the three is one `_foreach_*` operation per device, with
+fairseq's semantics.
 """
 
 from collections import defaultdict

@@ -1,24 +1,9 @@
-"""Let stock `torchrun ... fairseq-train` run multi-process training, also on CPUs.
+"""Let stock `torchrun ... fairseq-train` run multi-process training, also on CPUs (docs/gpus.md).
 
-Two gaps of fairseq 0.12, filled when the plugin is imported (fairseq imports it while parsing
-the command line, before it sets up distributed training):
-
-- It recognises a torchrun launch only when `--distributed-world-size` is already above 1 (the
-  default is the number of GPUs, 1 without any), and then sets
-  `device_id = rank % torch.cuda.device_count()`, which divides by zero without GPUs. When
-  torchrun's environment variables are set, world size and ranks now come from them and the
-  device from LOCAL_RANK (also right on nodes with several GPUs).
-- Its default `--ddp-backend pytorch_ddp` passes `device_ids=[device_id]` to torch's
-  DistributedDataParallel, which torch refuses for CPU modules. On a CPU the model is wrapped
-  with fairseq's own `legacy_ddp` instead (the same gradient all-reduce), and the log says so.
-- Its `all_gather_list` (how the trainer gathers logging outputs that cannot be summed, e.g.
-  the QA answers of `extractive_qa`'s validation) builds a `torch.cuda.ByteTensor`, which fails
-  without CUDA. Without CUDA it now gathers with `torch.distributed.all_gather_object` (gloo).
-
-Every other launch goes through fairseq's functions unchanged.
-
-    torchrun --nproc_per_node 2 $(which fairseq-train) data-bin/en-tr \\
-        --user-dir fairseq_struct --cpu --distributed-backend gloo ...
+Under torchrun, world size, ranks and device come from its environment (fairseq 0.12 needs
+`--distributed-world-size` > 1 and divides by the GPU count); on a CPU the model is wrapped in
+fairseq's `legacy_ddp` (torch's DDP refuses `device_ids` there), and without CUDA
+`all_gather_list` gathers through `all_gather_object`. Every other launch is fairseq's own.
 """
 
 import logging

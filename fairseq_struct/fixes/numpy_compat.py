@@ -1,10 +1,7 @@
 """Give fairseq 0.12 the one `numpy.compat` name it uses, which numpy 2 removed.
 
-fairseq-fixed 0.12.3.1 still writes `np.compat.long` (an alias of Python's int) in
-`TokenBlockDataset` (`--sample-break-mode eos`, used by masked-LM and language-model tasks) and
-in `LanguagePairDataset.filter_indices_by_size`; with numpy 2 both raise
-`AttributeError: module 'numpy' has no attribute 'compat'`. Only the missing name is added,
-and only when numpy lacks it.
+fairseq-fixed 0.12.3.1 still writes `np.compat.long` (`TokenBlockDataset`,
+`filter_indices_by_size`); the alias of int is added only when numpy lacks it.
 """
 
 import types

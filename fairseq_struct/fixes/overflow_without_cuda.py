@@ -1,14 +1,9 @@
 """Let `fairseq-train --fp16` skip an overflowing update on a machine without CUDA.
 
-Under --fp16, fairseq's FP16Optimizer raises OverflowError when the scaled gradients overflow,
-and Trainer.train_step skips the update: it logs the overflow, then sets the gradient norm to
-`torch.tensor(0.0).cuda()` before zeroing the gradients. Without CUDA that line raises ("Torch
-not compiled with CUDA enabled"), so the first overflow of `--fp16 --cpu`, which every run with
-loss scaling meets, stops training. The norm is not used again on an overflow; here a trainer
-that is not on CUDA and meets one finishes the step as fairseq's handler does after that line:
-the gradients zeroed, no new update number, no logging output, and the lowered loss scale
-logged as every fp16 step logs it. On CUDA, fairseq's own step runs unchanged.
-tests/training/test_update_parity.py trains through such overflows on the CPU.
+On a gradient overflow, fairseq's `Trainer.train_step` sets the norm to
+`torch.tensor(0.0).cuda()`, which stops `--fp16 --cpu` at its first overflow. Off CUDA the step
+is finished as fairseq's handler would (gradients zeroed, no update, the lowered loss scale
+logged); on CUDA, fairseq's own step runs.
 """
 
 from typing import Any, List, Optional

@@ -1,13 +1,6 @@
-"""The switch between the plugin's grouped update and fairseq's own, and the line that says
-which repairs a training process runs.
-
-The four multi-tensor repairs (`multi_tensor_adam`, `multi_tensor_adafactor`,
-`multi_tensor_grad_norm`, `multi_tensor_master_weights`) make fairseq's update faster and give
-its numbers; the other repairs fix crashes and wrong results and always stay. With
-`FAIRSEQ_STRUCT_STOCK_UPDATE=1` in the environment, importing the plugin puts fairseq's own
-per-tensor functions back, so that the same command runs stock fairseq's update beside it
-(docs/gpus.md, docs/troubleshooting.md).
-"""
+"""`FAIRSEQ_STRUCT_STOCK_UPDATE=1` puts fairseq's own per-tensor update back in place of the four
+`multi_tensor_*` repairs (the other repairs stay), and a training process logs which repairs are
+in force (docs/gpus.md)."""
 
 import logging
 import os
