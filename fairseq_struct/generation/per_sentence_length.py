@@ -1,13 +1,9 @@
 """fairseq's beam search with --max-len-a / --max-len-b applied to each sentence.
 
-fairseq's SequenceGenerator stops every hypothesis of a batch at max_len_a × (the batch's padded
-source width) + max_len_b, so a sentence's limit depends on the longest source batched with it:
-fairseq-generate's 12,000-token batches and fairseq-struct translate's buffers cut a looping
-hypothesis at different lengths, and a short sentence batched with a long one is barely limited.
-Here the ensemble also forces the end of sentence on each row once its own limit, max_len_a ×
-(its source length, end of sentence included) + max_len_b, is reached; the batch limit stays as
-fairseq computes it, the bound of them all. translation_morph builds this generator, so
-fairseq-generate, validation BLEU, the hub interface and fairseq-struct translate decode alike.
+fairseq's SequenceGenerator limits every hypothesis of a batch by the batch's padded source
+width, so a sentence's limit depends on what it is batched with. Here each row also ends at its
+own limit, max_len_a × (its source length, end of sentence included) + max_len_b.
+`translation_morph` builds this generator, so every way of decoding gives the same hypotheses.
 """
 
 import math
