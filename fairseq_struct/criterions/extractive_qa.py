@@ -1,12 +1,9 @@
 """Loss and validation EM / F1 of the `extractive_qa` task.
 
 Loss: the mean of the start and end cross-entropies per window (BERT's SQuAD loss; a window
-without the answer points at `<s>`), summed over windows. In validation every window's best
-span becomes text; a question's answer is its best window, which may sit in another batch
-(or on another GPU), so the answers are not sums: the logging outputs carry
-(question, score, text, gold answers) and a `SquadAnswersMeter` collects them over the whole
-validation run. `exact_match` and `f1` (×100, SQuAD v1.1 definitions) are derived from it, so
-`--best-checkpoint-metric f1` picks checkpoints by F1.
+without the answer points at `<s>`), summed over windows. A question's answer is its best window
+over the whole validation run (`SquadAnswersMeter`), scored as `exact_match` and `f1` (×100,
+SQuAD v1.1), so `--best-checkpoint-metric f1` picks checkpoints by F1.
 """
 
 import math

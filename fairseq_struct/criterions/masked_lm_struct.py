@@ -1,17 +1,9 @@
 """Masked-LM loss with an optional NSP/SOP loss, and the accuracies that show learning.
 
 loss = MLM cross-entropy per masked token + sentence-pair cross-entropy per pair (the sum of
-the two means, as BERT), reported by fairseq in base 2. Also logged:
-- `mlm_accuracy`: masked tokens predicted exactly;
-- `unigram_accuracy`: what always predicting the most frequent non-special symbol of the
-  dictionary (training counts) would score on the same targets: the baseline to beat;
-- `sentence_accuracy` with a sentence objective.
-
-Works for every RobertaModel (roberta, bert2d, bert_elmo): features come from
-`model(..., features_only=True)`, the LM head is `model.encoder.output_layer`, the pair head is
-`model.classification_heads["sentence_pair"]` (registered by the masked_lm_struct task).
-A model whose LM output covers only part of the dictionary (bert_elmo) maps targets with
-`model.encoder.output_targets`.
+the two means, as BERT), reported by fairseq in base 2. Also logged: `mlm_accuracy`,
+`unigram_accuracy` (always predicting the dictionary's most frequent symbol: the baseline to
+beat) and `sentence_accuracy`. For every RobertaModel (roberta, bert2d, bert_elmo).
 """
 
 import math

@@ -1,12 +1,8 @@
-"""fairseq's `sentence_prediction` loss with accuracy and macro F1 in validation.
+"""fairseq's `sentence_prediction` loss with accuracy and macro F1 (×100) in validation.
 
-fairseq's own `--report-acc-and-f1` computes a binary F1 that needs the labels to be the
-integers 0/1 and gathers every prediction; sentiment labels here are names (`pos`, `neg`, or a
-data set's own). This criterion logs, per class, true positives, false positives and false
-negatives (sums, so they add up across batches and GPUs) and derives
-- `accuracy` (fairseq's, ×100),
-- `f1`: macro F1 over the classes (×100), the mean of the classes' F1 (Kaya & Tantuğ's
-  BERT2D paper, Table 3, reports accuracy and F1 for the two sentiment classes).
+fairseq's own `--report-acc-and-f1` needs the labels 0/1 and gathers every prediction; here labels
+may be names (`pos`, `neg`), and per-class counts, summed across batches and GPUs, give
+`accuracy` and `f1`, the mean of the classes' F1.
 """
 
 from typing import Any, Dict, List

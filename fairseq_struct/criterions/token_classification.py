@@ -1,14 +1,9 @@
 """Loss and validation metrics of the `token_classification` task (NER, POS).
 
-The loss is the head's (cross-entropy, CSE's three losses, or the CRF's negative
-log-likelihood) summed over the words of the batch, divided by the number of words. In
-validation the words are decoded (argmax, CSE decoding or Viterbi; then the Entity-Fix rule
-with `--entity-fix`) and scored:
-- NER (`entity_f1`): true-positive, predicted and gold entities counted per sentence as
-  seqeval's default (conlleval) mode finds them, the E-F1 of Zöllner et al.; their sums give
-  exactly seqeval's micro `precision`, `recall` and `f1` (×100) over the whole validation set,
-  also across GPUs (`downstream.predict` also reports the strict IOB2 F1);
-- POS (`accuracy`): words whose label is right, ×100.
+The loss is the head's, summed over the words of the batch and divided by their number. In
+validation the decoded words (Entity-Fix with `--entity-fix`) are scored: NER by `precision`,
+`recall` and `f1` (×100; seqeval's default micro scores, the E-F1 of Zöllner et al., from
+per-sentence counts that add up across GPUs), POS by `accuracy`.
 """
 
 import math
