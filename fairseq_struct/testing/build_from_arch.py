@@ -1,8 +1,5 @@
-"""Build a registered model from its arch name without a task or data directory.
-
-For tests, benchmarks and notebooks: fairseq's `build_model` only reads the two dictionaries
-from the task, so a joined dictionary is enough.
-"""
+"""Build a registered model from its arch name without a task or data directory (for tests,
+benchmarks and notebooks: fairseq's `build_model` only reads the task's dictionaries)."""
 
 from argparse import Namespace
 from typing import Any, Optional

@@ -1,17 +1,9 @@
-"""Find the operations that make the host wait for the GPU (no host synchronisation per step).
+"""Find the operations that make the host wait for the device, on any device, CPU included.
 
-A training step on a GPU is fast only while the host queues kernels ahead of the device. Any
-operation whose result the host must read (`.item()`, `int(t)`, `bool(t)`, `torch.equal`) or
-whose output shape depends on tensor values (`nonzero`, `torch.unique`, `masked_select`, indexing
-with a bool mask, `repeat_interleave` without `output_size`) stalls it until the device catches
-up. CUDA can report these (`torch.cuda.set_sync_debug_mode("error")`), but only on a GPU;
-`HostSyncRecorder` finds the same operations on any device, CPU included, from the ATen calls
-that PyTorch dispatches, so the tests of a machine without a GPU keep them out too.
-
-    with HostSyncRecorder() as recorder:
-        loss = model(**sample["net_input"])[0].sum()
-        loss.backward()
-    assert not recorder.syncs, recorder.report(recorder.syncs)
+`HostSyncRecorder` records, from the ATen calls PyTorch dispatches, every operation whose result
+the host must read (`.item()`, `torch.equal`) or whose output shape depends on values (`nonzero`,
+a bool-mask index): run the step inside `with HostSyncRecorder() as recorder:`, then
+`assert not recorder.syncs, recorder.report(recorder.syncs)`.
 """
 
 import os

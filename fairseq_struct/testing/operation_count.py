@@ -1,11 +1,6 @@
-"""Count the ATen operations that launch a kernel, on any device.
-
-A GPU update that is bound by its kernel launches shows the same count on a CPU: every ATen
-operation the dispatcher runs for a tensor becomes at least one launch on CUDA, except the ones
-that only make a new view of the same memory or allocate it. Counted with a TorchDispatchMode,
-the figure is deterministic and the same on every machine (a `_foreach_*` or fused operation is
-one, as it is one launch per group of tensors on CUDA).
-"""
+"""Count the ATen operations that launch a kernel, on any device: what an update bound by its
+kernel launches costs on a GPU, counted deterministically on a CPU (views and allocations left
+out; a `_foreach_*` or fused operation counts once)."""
 
 from collections import Counter
 from typing import Any, Callable, Dict, Optional

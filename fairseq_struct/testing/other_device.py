@@ -1,20 +1,9 @@
 """An accelerator emulated on the CPU, so that device-placement bugs fail without a GPU.
 
-A tensor made on the CPU by mistake (a bare `torch.arange(n)`, `torch.zeros(shape)` without
-`device=`, a buffer left out of the module's state) works on a CPU-only machine and breaks on a
-user's GPU with "Expected all tensors to be on the same device". Inside `OtherDevice()`,
-`.to(OTHER_DEVICE)` gives tensors that say they live on the `meta` device but hold their values
-on the CPU: every operation is computed for real (so `.item()`, `if mask.any()` and the values
-themselves work, and a result can be compared with a plain CPU run), and every operation that
-mixes such a tensor with a CPU tensor of one or more dimensions is refused as CUDA refuses it,
-with the operation's name, the shapes, and the Python line that made the call in the traceback.
-CUDA's own exceptions are kept: a 0-dimensional CPU tensor is a scalar any device accepts, and
-CPU index tensors may index a device tensor.
-
-    with OtherDevice():
-        module_to_other_device(model)
-        loss = model(**move_to_other_device(sample)).sum()
-        loss.backward()
+Inside `OtherDevice()`, `.to(OTHER_DEVICE)` (or `module_to_other_device`,
+`move_to_other_device`) gives tensors that compute on the CPU but refuse, as CUDA does, any
+operation that mixes them with a CPU tensor of one or more dimensions, naming the operation and
+the calling line. CUDA's exceptions hold: 0-d CPU tensors as scalars, CPU index tensors.
 """
 
 from typing import Any
