@@ -1,13 +1,8 @@
-"""IOB2 NER tags: parsing, IOB1 repair, the Entity-Fix rule, CSE tagging and entity F1.
+"""IOB2 NER tags: parsing, IOB1 repair, the Entity-Fix rule, CSE tagging and entity F1
+(Zöllner et al., section 4; design.md §5.4).
 
-Zöllner et al., section 4 (design.md §5.4). A tag is `O`, `B-X` (first token of an entity of
-type X) or `I-X` (a following token of it); in IOB2 every entity starts with B-, so an I-X is only
-allowed after B-X or I-X.
-
-- `entity_fix` is the Entity-Fix rule of section 4.3 (Table 5).
-- `cse_targets` / `cse_decode` are Class-Start-End tagging of section 4.1 (Table 4).
-- `entity_counts` / `entity_f1` are E-F1 with seqeval (section 4): per-sentence counts whose
-  sums give exactly seqeval's micro precision, recall and F1.
+A tag is `O`, `B-X` (first token of an entity of type X) or `I-X` (a following token of it); in
+IOB2 every entity starts with B-, so an I-X is only allowed after B-X or I-X.
 """
 
 from typing import Dict, List, Optional, Sequence, Set, Tuple
