@@ -2,22 +2,9 @@
 
     fairseq-struct average-checkpoints --dir checkpoints --num-update-checkpoints 5 \\
         --output checkpoints/averaged.pt
-    fairseq-struct average-checkpoints --dir checkpoints --num-epoch-checkpoints 5 --output ...
-    fairseq-struct average-checkpoints --dir checkpoints --num-best-checkpoints 5 --output ...
-    fairseq-struct average-checkpoints --inputs a.pt b.pt c.pt --output averaged.pt
 
-(`python -m fairseq_struct.inference.average_checkpoints` is the same command.) The last N
-checkpoints by update or by epoch (fairseq's file names), the N best by the validation metric
-each stored (BLEU for translation_morph runs with --eval-bleu; `inference.checkpoint_selection`),
-or the files given. Every parameter is the mean of the inputs' (computed in float64, stored in
-the inputs' dtype; integer buffers as fairseq's script: the floor of the mean). Checkpoints of
-different architectures, parameter names or shapes are refused, naming the file.
-
-The output is a checkpoint for translating and evaluating (fairseq-generate, evaluate.sh,
-fairseq-struct translate, the hub): the newest input's configuration and training state with
-the averaged weights, its optimizer state and stored validation metric left out (neither
-belongs to the new weights). To train on from it: `--restore-file averaged.pt
---reset-optimizer`. Files are read through the project's safe loader (`fixes`).
+The last or best N checkpoints of a run, or the files given; the output is the newest input
+with the averaged weights, for translating and evaluating (docs/translating.md).
 """
 
 import argparse

@@ -3,9 +3,9 @@
 fairseq names its checkpoints `checkpoint<epoch>.pt` (end of an epoch), `checkpoint_<epoch>_
 <updates>.pt` (every --save-interval-updates), `checkpoint_best.pt` / `checkpoint_last.pt` and
 `checkpoint.best_<metric>_<value>.pt` (--keep-best-checkpoints); the last three are copies of
-the others. Each file stores the validation metric it was saved with (`extra_state["val_loss"]`,
-the value of --best-checkpoint-metric despite its name: BLEU for `translation_morph` runs with
---eval-bleu) and whether higher is better (`cfg.checkpoint.maximize_best_checkpoint_metric`).
+the others. Each file stores its validation metric (`extra_state["val_loss"]`, the value of
+--best-checkpoint-metric despite its name) and whether higher is better
+(`cfg.checkpoint.maximize_best_checkpoint_metric`).
 """
 
 import re

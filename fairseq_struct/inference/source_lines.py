@@ -1,20 +1,8 @@
 """The lines a user gives `fairseq-struct translate`, read and cut as the model can take them.
 
-Every input line gives one output line, so nothing here drops a line:
-
-- invalid UTF-8 and the two reserved marks (U+2581, U+FFED) stop the run with `name:line:`,
-  as the preparation does (`corpus_io`): the output would silently differ from the input;
-- whitespace is normalised as the preparation normalised the training text;
-- an empty line (or one of whitespace only) has no parts and is answered by an empty line;
-- a line with more pieces than the model's source positions is cut after sentence ends
-  (`.`, `!`, `?`, `…`, `;` followed by a space, closing quotes or brackets allowed between):
-  each sentence is translated on its own, as the models were trained on sentences, and the
-  translations are joined by a space; a sentence that alone does not fit is truncated to the
-  pieces that do, with a warning naming the line. Lines that fit are translated whole, as the
-  test sets of the preparation are.
-
-SentencePiece never makes a piece across a space, so a line's pieces are its sentences' pieces
-one after another: cutting loses nothing.
+Every input line gives one output line. A line longer than the model's source positions is cut
+after sentence ends and its sentences translated one by one (SentencePiece never makes a piece
+across a space, so cutting loses nothing); a sentence that alone does not fit is truncated.
 """
 
 import logging

@@ -2,23 +2,9 @@
 
     fairseq-struct translate --path checkpoints/checkpoint_best.pt --data data-bin/en-tr \\
         --input news.en --output news.tr --beam 5
-    echo "I could not see them." | fairseq-struct translate --path CKPT
 
-(`python -m fairseq_struct.inference.translate` is the same command.) One output line for
-every input line, in the input's order: an empty line gives an empty line, a line longer than
-the model takes is translated in sentence-sized parts (or truncated with a warning naming the
-line), invalid UTF-8 stops the run naming the line (`inference.source_lines`). The source is
-prepared as the training data was (whitespace normalised, the data directory's spm.model) and
-the hypotheses come back as plain words (`inference.translator`).
-
-Several checkpoints (`--path A.pt:B.pt`, or `--path` given more than once) decode as one
-ensemble, as in fairseq. `--nbest N` (N > 1) writes Moses-style n-best lists instead:
-`LINE ||| HYPOTHESIS ||| SCORE`, LINE counted from 0, N lines per input line, best first,
-SCORE fairseq's (length-normalised log-probability, base 2). Lines are read `--buffer-size`
-at a time, sorted by length into batches of `--max-tokens` source tokens, and written in
-input order; a progress bar (sentences/s, ETA) runs on a terminal, a log line every
-`--log-every` sentences elsewhere. `--output FILE` appears only when the whole input is
-translated.
+One output line for every input line, in order; options and the n-best format:
+docs/translating.md.
 """
 
 import argparse

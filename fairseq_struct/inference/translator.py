@@ -1,13 +1,8 @@
 """A trained translation model (or an ensemble) that turns source lines into plain text.
 
-The pieces are fairseq's own, put together as `fairseq-interactive` and the hub put them:
-`checkpoint_utils` loads the checkpoints (through the project's safe loader, `fixes`), the
-task builds the inference dataset and its length-sorted batches (`--max-tokens`,
-`--batch-size`), `task.build_generator` the beam search (an ensemble when there are several
-checkpoints) and `utils.post_process_prediction` the hypothesis pieces. Source text is encoded
-by `--bpe struct_sentencepiece` with the data directory's spm.model (whitespace normalised,
-SentencePiece) and hypotheses decoded by it (pieces joined, morpheme marks dropped), so the
-output equals what `scripts/evaluate.sh` scores and what the hub's `translate` returns.
+fairseq's own pieces put together as `fairseq-interactive` and the hub put them (checkpoint
+loading, the task's batches, its beam search), with `--bpe struct_sentencepiece` encoding and
+decoding, so the output is what `scripts/evaluate.sh` scores and the hub's `translate` returns.
 """
 
 import logging
