@@ -43,12 +43,8 @@ FAIRSEQ_CHECKPOINT_GLOBALS: List[SafeGlobal] = [
     np.dtype,
     np.dtypes.Int64DType,
     np.dtypes.Float64DType,
-    # Multi-process resume: rank 0 loads the file, and fairseq's broadcast_object pickles the
-    # loaded state, whose cfg load_checkpoint_to_cpu has turned into an OmegaConf DictConfig, to
-    # the other ranks, which unpickle it with torch.load (fairseq/distributed/utils.py): the
-    # DictConfig, its ListConfigs and leaf nodes, their metadata (which names the types Any,
-    # dict, list and int, a list's key type, and keeps a defaultdict(dict) resolver cache), and
-    # the placeholder broadcast_object leaves where each tensor was.
+    # Multi-process resume: fairseq's broadcast_object sends rank 0's loaded state, its cfg an
+    # OmegaConf DictConfig, through torch.load; these are the types that pickle holds.
     DictConfig,
     ListConfig,
     AnyNode,

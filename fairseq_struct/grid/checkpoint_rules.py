@@ -12,10 +12,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 # The rules without a count; average-last-N is the other.
 SIMPLE_RULES = ("valid-bleu", "valid-nll", "last", "valid-bleu-beam")
-# The grids' rule, measured (docs/results/README.md, "The checkpoint rules compared"): it chose
-# the better checkpoint in every run where rules disagreed; beam-1 validation BLEU chose earlier
-# checkpoints with shorter outputs, validation NLL rose on 800 training pairs while BLEU still
-# climbed, and averaging depends on how far apart the checkpoints are.
+# The grids' rule: it chose the better checkpoint wherever the rules disagreed
+# (docs/results/README.md, "The checkpoint rules compared").
 DEFAULT_RULE = "valid-bleu-beam"
 INTERVAL_CHECKPOINT = re.compile(r"checkpoint_\d+_(\d+)\.pt$")
 

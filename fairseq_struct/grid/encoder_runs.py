@@ -70,11 +70,9 @@ ENCODERS: Dict[str, Encoder] = {
 }
 DEFAULT_ENCODERS = ("roberta", "bert2d", "bert_elmo")
 
-# Pretraining settings of each profile. The cpu one is the masked-LM demo's, but with samples of
-# 128 tokens: a sample is one sentence (`--sample-break-mode eos`), and 14% of Turkish Wikipedia
-# sentences (tr-raw) have more than 64 pieces, none more than 128. fairseq-train skips a longer
-# training sentence with a warning; the grid asks it to do the same in validation
-# (`--skip-invalid-size-inputs-valid-test`) instead of stopping.
+# Pretraining settings of each profile; cpu is the masked-LM demo's with 128-token samples, as a
+# sample is one sentence (`--sample-break-mode eos`) and real sentences exceed 64 pieces. Longer
+# ones are skipped with a warning, in validation too (`--skip-invalid-size-inputs-valid-test`).
 PRETRAINING = {
     "cpu": dict(tokens_per_sample=128, batch_size=32, lr="0.002", warmup=50, max_update=800),
     "paper": dict(

@@ -21,10 +21,8 @@ from torch import Tensor, nn
 
 from fairseq_struct.modules.attention_masks import additive_mask, key_padding_bias
 
-# A block's logits (B·H·rows·T_k) are at most this many times the queries' size (B·H·T_q·d): the
-# blocks' temporaries grow with the layer's activations, as fused attention's memory does. On a
-# CPU, half, which keeps the peak near fused attention's (benchmarks/README.md); on a GPU, where
-# each of a block's ~30 kernels pays a launch, 4x: fewer, larger blocks.
+# A block's logits (B·H·rows·T_k) are at most this many times the queries' (B·H·T_q·d), so its
+# temporaries grow as fused attention's do; a GPU pays a launch per kernel: fewer, larger blocks.
 CPU_BLOCK_FACTOR = 0.5
 CUDA_BLOCK_FACTOR = 4.0
 

@@ -10,10 +10,8 @@ from typing import Dict, Tuple
 import torch
 from torch import Tensor, nn
 
-# Per (k, device), the bucket table of the longest length seen so far, rounded up to
-# _TABLE_GROWTH: a layer's table for T_q x T_k is its corner (a view), so the layers of a model,
-# the steps of a beam search and the batches of an epoch reuse it instead of launching the 4
-# kernels that make it (T_max^2 int64 values: 32 MiB at 2,048 positions).
+# Per (k, device), the bucket table of the longest length seen so far (rounded up to
+# _TABLE_GROWTH): a T_q x T_k table is a view of its corner, shared by layers, beam steps, batches.
 _bucket_tables: Dict[Tuple[int, torch.device], Tensor] = {}
 _TABLE_GROWTH = 64
 

@@ -43,13 +43,8 @@ class RoleAttentionOptions:
     role_init: str = "xavier"  # see ROLE_INITIALISATIONS
 
 
-# How W_r starts. "xavier": as W_q, W_k and W_v (Xavier uniform, gain 1/sqrt 2), R of scale
-# about 0.7 for unit-variance inputs at any size. "normal": N(0, 1/d_r), the initialisation
-# written in Schlag et al.'s reference code, whose attention never calls that reset_parameters
-# (its W_r keeps PyTorch's default Linear initialisation, R of scale about 0.6); applied, it
-# makes R about sqrt(d_model/d_r) (2 at tiny size, 2.8 at base), so V̄ starts multiplied by
-# random factors of several units, and the tiny TP-Transformer trailed its baseline
-# (docs/results/en-tr-tp-analysis.md).
+# How W_r starts: "xavier" as W_q, W_k and W_v; "normal" N(0, 1/d_r), written in Schlag et al.'s
+# reference code but never applied there (compared in docs/results/en-tr-tp-analysis.md).
 ROLE_INITIALISATIONS = ("xavier", "normal")
 
 

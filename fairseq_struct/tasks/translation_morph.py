@@ -76,10 +76,8 @@ class TranslationMorphTask(TranslationTask):
 
     def reduce_metrics(self, logging_outputs, criterion):
         super().reduce_metrics(logging_outputs, criterion)
-        # fairseq logs no `bleu` for a validation whose hypotheses are all empty (an early
-        # model may output only end-of-sentence), and --best-checkpoint-metric bleu then stops
-        # with KeyError: 'bleu'; log 0, what sacreBLEU gives empty hypotheses. Only validation
-        # outputs carry the n-gram totals (training's never do).
+        # fairseq logs no `bleu` when every validation hypothesis is empty, and
+        # --best-checkpoint-metric bleu then stops with KeyError: log sacreBLEU's 0 instead.
         totals = [log[key] for log in logging_outputs for key in _BLEU_TOTALS if key in log]
         if self.cfg.eval_bleu and totals and not any(totals):
             metrics.log_scalar("bleu", 0.0)
