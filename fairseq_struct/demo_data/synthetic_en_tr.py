@@ -421,6 +421,8 @@ PEOPLE = nouns(
 )
 ANIMALS = nouns("kedi köpek kuş at inek ördek tavşan")
 ANIMATES = PEOPLE + nouns("bebek") + ANIMALS
+# The samplers test membership once a clause; a set answers without comparing every noun.
+PEOPLE_SET, ANIMATE_SET = frozenset(PEOPLE), frozenset(ANIMATES)
 HOME = nouns("ev bahçe oda mutfak sınıf ofis köy balkon okul")
 PUBLIC_PLACES = nouns(
     "park pazar hastane kütüphane istasyon müze plaj sinema lokanta otel orman köprü sokak banka"
@@ -644,7 +646,8 @@ def sample_noun_phrase(
     allow_plural: bool = True,
     exclude: Optional[Noun] = None,
 ) -> NounPhrase:
-    noun = rng.choice([candidate for candidate in pool if candidate != exclude])
+    candidates = pool if exclude is None else [noun for noun in pool if noun != exclude]
+    noun = rng.choice(candidates)
     possessor, possessor_en = None, ""
     if noun.kin or (noun.possessable and rng.random() < 0.35):
         possessor = rng.choice(list(POSSESSIVE_DETERMINERS))
@@ -652,7 +655,7 @@ def sample_noun_phrase(
     definite = possessor is not None or not allow_indefinite or rng.random() < 0.6
     plural = allow_plural and definite and noun.can_be_plural and rng.random() < 0.25
     adjective = None
-    if allow_indefinite and noun not in ANIMATES and not noun.mass and rng.random() < 0.25:
+    if allow_indefinite and noun not in ANIMATE_SET and not noun.mass and rng.random() < 0.25:
         adjective = rng.choice(sorted(ADJECTIVES))
     return NounPhrase(noun, definite, plural, possessor, possessor_en, adjective)
 
@@ -787,7 +790,7 @@ def sample_clause(rng: random.Random) -> Clause:
         pool = verb.adverbials()[case]
         subject_noun = subject.noun_phrase.noun if subject.noun_phrase else None
         # only people come in the plural as adverbials: "to the children", not "in the gardens"
-        people_only = all(noun in PEOPLE for noun in pool)
+        people_only = all(noun in PEOPLE_SET for noun in pool)
         adverbial = sample_noun_phrase(rng, pool, allow_plural=people_only, exclude=subject_noun)
     time = rng.choice(TIME_ADVERBS[tense]) if rng.random() < 0.3 else ("", "")
     return Clause(verb, subject, tense, negative, question, obj, case, adverbial, time)
