@@ -1,6 +1,7 @@
-"""Every command of the README and the guides parses with the program it calls: an option renamed in
-a script or a module, a required value gone or a script moved fails here, naming the document, the
-line and what the program said (tests/doc_commands.py)."""
+"""Every command of the README, the guides and the results pages (docs/, with docs/results/) parses
+with the program it calls: an option renamed in a script or a module, a required value gone or a
+script moved fails here, naming the document, the line and what the program said
+(tests/doc_commands.py)."""
 
 import tempfile
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 from conftest import REPO_ROOT
 from doc_commands import UNCHECKED, Command, check, checker, commands
 
-DOCUMENTS = [REPO_ROOT / "README.md"] + sorted((REPO_ROOT / "docs").glob("*.md"))
+DOCUMENTS = [REPO_ROOT / "README.md"] + sorted((REPO_ROOT / "docs").rglob("*.md"))
 ALL = [command for document in DOCUMENTS for command in commands(document)]
 
 
