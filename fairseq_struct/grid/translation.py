@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.grid.checkpoint_rules import DEFAULT_RULE, CheckpointRule
 from fairseq_struct.grid.command_line import add_assignment_option, positive_float, run_grid
 from fairseq_struct.grid.steps import GridError
@@ -54,9 +55,9 @@ def _checked(parse):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_struct.grid.translation",
-        description="Prepare, train, evaluate and report a grid of translation systems (seed "
-        "004's Table 4 by default). Finished steps are skipped when the grid runs again.",
+        prog=program_name("fairseq_struct.grid.translation"),
+        description="Prepare, train, evaluate and report a grid of translation systems (Soulos "
+        "et al.'s Table 4 by default). Finished steps are skipped when the grid runs again.",
     )
     parser.add_argument("--train", required=True, help="prefix of the raw training pair files")
     parser.add_argument("--valid", required=True, help="prefix of the raw validation pair files")
