@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.eval.seed_scores import SeedScores
 
@@ -136,8 +137,8 @@ def run_seeds(
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        usage="python -m fairseq_struct.downstream.seeds --seeds N [N ...] --scores PATH "
-        "--metric KEY [options] -- COMMAND [ARG ...]",
+        usage=f"{program_name('fairseq_struct.downstream.seeds')} --seeds N [N ...] --scores "
+        "PATH --metric KEY [options] -- COMMAND [ARG ...]",
         description="Run one configuration over several seeds ({seed} in COMMAND and in --scores "
         "is replaced by each seed) and report the metric's mean ± std.",
     )

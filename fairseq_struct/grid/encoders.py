@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.grid.command_line import add_assignment_option, positive_int, run_grid
 from fairseq_struct.grid.encoder_runs import (
     DEFAULT_ENCODERS,
@@ -43,7 +44,7 @@ def _imported_argument(value: str):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m fairseq_struct.grid.encoders",
+        prog=program_name("fairseq_struct.grid.encoders"),
         description="Pretrain encoders alike, fine-tune each on downstream tasks (pretrained and "
         "from scratch, several seeds) and report with Almost Stochastic Order.",
     )

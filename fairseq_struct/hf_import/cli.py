@@ -20,16 +20,13 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
+from fairseq_struct.commands import program_name
 from fairseq_struct.hf_import.directory import CHECKPOINT_FILE
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog=(
-            None
-            if not sys.argv[0].endswith("__main__.py")
-            else "python -m fairseq_struct.hf_import"
-        ),
+        prog=program_name("fairseq_struct.hf_import"),
         description=__doc__.split("\n\n")[0],
     )
     parser.add_argument("source", help="a Hugging Face model directory, or a hub id")
