@@ -646,7 +646,7 @@ def sample_noun_phrase(
     allow_plural: bool = True,
     exclude: Optional[Noun] = None,
 ) -> NounPhrase:
-    candidates = pool if exclude is None else [noun for noun in pool if noun != exclude]
+    candidates = pool if exclude is None else [other for other in pool if other != exclude]
     noun = rng.choice(candidates)
     possessor, possessor_en = None, ""
     if noun.kin or (noun.possessable and rng.random() < 0.35):
