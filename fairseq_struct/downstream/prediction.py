@@ -20,7 +20,7 @@ from fairseq_struct.downstream.qa_answers import best_answers, window_answers
 from fairseq_struct.eval.squad_metrics import squad_scores
 from fairseq_struct.modules.token_classification_heads import gather_words
 from fairseq_struct.pieces.word_boundaries import word_start_lookup
-from fairseq_struct.tagging.iob import entity_fix
+from fairseq_struct.tagging.iob import entity_fix, to_iob2
 
 SENTENCE_HEAD = "sentence_classification_head"
 
@@ -161,11 +161,12 @@ def predict_tags(model, task, cutter, report, args) -> Dict[str, Any]:
         predicted[window.sentence].extend(window_tags[index])
     if fix:
         predicted = [entity_fix(tags) for tags in predicted]
-    gold = [list(sentence.tags) for sentence in sentences]
     if ner:
+        gold = [to_iob2(sentence.tags) for sentence in sentences]  # as the training tags were
         writers.write_conll_predictions(sentences, predicted, args.out_dir / "predictions.conll")
         return entity_scores(gold, predicted)
     writers.write_conllu_predictions(sentences, predicted, args.out_dir / "predictions.conllu")
+    gold = [list(sentence.tags) for sentence in sentences]
     words = sum(len(tags) for tags in gold)
     correct = sum(p == g for ref, pred in zip(gold, predicted) for p, g in zip(pred, ref))
     return {"accuracy": round(100 * correct / max(words, 1), 2), "words": words}

@@ -26,7 +26,7 @@ from fairseq_struct.downstream.features import (
 )
 from fairseq_struct.downstream.layout import DEFAULT_MAX_POSITIONS, REPORT_FILE
 from fairseq_struct.morph.units import PretrainingUnits, UnitCutter
-from fairseq_struct.tagging.iob import iob1_to_iob2, split_tag
+from fairseq_struct.tagging.iob import split_tag, to_iob2
 
 fairseq_struct.register()  # fairseq's repairs, as when fairseq loads the plugin
 logger = logging.getLogger("fairseq_struct.downstream.prepare")  # the command's name
@@ -76,22 +76,30 @@ def _location(item, word: int = 0) -> str:
 
 
 def _ner_tags(split: str, sentences: list, report: Dict[str, object]) -> List[List[str]]:
-    """IOB2 tags of every sentence; IOB1-style entity starts are repaired and counted."""
-    tagged, repaired = [], 0
+    """IOB2 tags of every sentence; IOB1 starts and IOBES/BILOU prefixes are converted and
+    counted."""
+    tagged, converted = [], 0
     for sentence in sentences:
-        for position, tag in enumerate(sentence.tags):
-            try:
-                split_tag(tag)
-            except ValueError as error:
-                raise readers.DownstreamDataError(
-                    f"{_location(sentence, position)}: tag {tag!r} is not IOB (O, B-X, I-X): "
-                    f"{error}"
-                ) from None
-        tags = iob1_to_iob2(list(sentence.tags))
-        repaired += sum(1 for old, new in zip(sentence.tags, tags) if old != new)
+        try:
+            tags = to_iob2(sentence.tags)
+        except ValueError:
+            position = next(p for p, tag in enumerate(sentence.tags) if not _is_tag(tag))
+            raise readers.DownstreamDataError(
+                f"{_location(sentence, position)}: tag {sentence.tags[position]!r} is not "
+                "IOB (O, B-X, I-X; IOBES's S-X, E-X and BILOU's U-X, L-X are converted)"
+            ) from None
+        converted += sum(1 for old, new in zip(sentence.tags, tags) if old != new)
         tagged.append(tags)
-    report["iob1_starts_repaired"] = repaired
+    report["tags_converted_to_iob2"] = converted
     return tagged
+
+
+def _is_tag(tag: str) -> bool:
+    try:
+        to_iob2([tag])
+    except ValueError:
+        return False
+    return True
 
 
 def _tag_labels(tags: Dict[str, List[List[str]]], ner: bool) -> Tuple[List[str], Dict[str, list]]:

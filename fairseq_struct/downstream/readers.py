@@ -11,6 +11,7 @@
 import io
 import json
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
@@ -205,16 +206,83 @@ def _is_docstart(line: str) -> bool:
     return bool(fields) and fields[0] == DOCSTART
 
 
-def _looks_like_germeval(word_lines: Sequence[str]) -> bool:
-    """Every non-comment line is index<TAB>token<TAB>outer<TAB>inner with a numeric index."""
-    candidates = [line for line in word_lines if not line.startswith("#")]
-    if not candidates:
-        return False
-    for line in candidates:
-        fields = line.split("\t")
-        if len(fields) != GERMEVAL_COLUMNS or not _DIGITS.fullmatch(fields[0]):
-            return False
-    return True
+def _is_germeval_word_line(fields: Sequence[str]) -> bool:
+    return len(fields) == GERMEVAL_COLUMNS and bool(_DIGITS.fullmatch(fields[0]))
+
+
+def _without_trailing_empty_fields(fields: List[str], columns: int) -> List[str]:
+    """`fields` cut to `columns` where every field beyond is empty (a trailing tab)."""
+    if len(fields) > columns and not any(field.strip() for field in fields[columns:]):
+        return fields[:columns]
+    return fields
+
+
+@dataclass(frozen=True)
+class ConllLayout:
+    """How a CoNLL file's word lines are read, and the evidence for it (quoted in errors)."""
+
+    germeval: bool
+    tab_separated: bool
+    columns: int
+    evidence: str
+
+
+def _width(line: str, tab_separated: bool) -> int:
+    """The columns of a word line, trailing empty ones (trailing tabs) not counted."""
+    fields = line.split("\t") if tab_separated else line.split()
+    while len(fields) > 1 and not fields[-1].strip():
+        fields.pop()
+    return len(fields)
+
+
+def _majority(count: int, total: int) -> bool:
+    return 2 * count > total
+
+
+def conll_layout(
+    word_lines: Sequence[Tuple[int, str]],
+    columns: Optional[int] = None,
+    germeval: Optional[bool] = None,
+) -> ConllLayout:
+    """The layout of a CoNLL file, decided by most of its word lines, never by one of them.
+
+    A single odd line (a trailing tab, a stray space) must not change how the other lines are
+    read: the layout is what most word lines have, and a line that departs from it is then the
+    error, named with its line number and the evidence for the layout.
+    """
+    if not word_lines:
+        return ConllLayout(bool(germeval), True, columns or 2, "the file has no word line")
+    total = len(word_lines)
+    if germeval is None:
+        candidates = [line for _, line in word_lines if not line.startswith("#")]
+        shaped = sum(
+            _is_germeval_word_line(
+                _without_trailing_empty_fields(line.split("\t"), GERMEVAL_COLUMNS)
+            )
+            for line in candidates
+        )
+        germeval = bool(candidates) and _majority(shaped, len(candidates))
+        if germeval:
+            evidence = (
+                f"read as GermEval 2014 (index<TAB>token<TAB>outer<TAB>inner): {shaped:,} of "
+                f"{len(candidates):,} word lines have that layout"
+            )
+            return ConllLayout(True, True, columns or GERMEVAL_COLUMNS, evidence)
+    elif germeval:
+        return ConllLayout(True, True, columns or GERMEVAL_COLUMNS, "read as GermEval 2014")
+    with_tab = sum("\t" in line for _, line in word_lines)
+    tab_separated = _majority(with_tab, total)
+    separator = "tab" if tab_separated else "whitespace"
+    if columns is not None:
+        return ConllLayout(False, tab_separated, columns, f"{separator}-separated, as asked for")
+    widths = [(number, _width(line, tab_separated)) for number, line in word_lines]
+    common, common_count = Counter(width for _, width in widths).most_common(1)[0]
+    first = next(number for number, width in widths if width == common)
+    evidence = (
+        f"{common_count:,} of {total:,} word lines of the file have {common} "
+        f"{separator}-separated columns, the first on line {first}"
+    )
+    return ConllLayout(False, tab_separated, common, evidence)
 
 
 def read_conll(
@@ -225,29 +293,31 @@ def read_conll(
 ) -> Tuple[List[TaggedSentence], ReadReport]:
     """Sentences of an NER CoNLL file: `token<TAB>tag` lines, a blank line between sentences.
 
-    Columns are tab-separated when any word line holds a tab, else whitespace-separated. The
-    token is column 1 and the tag the last column unless `tag_column` (1-based) says otherwise.
-    GermEval 2014 (`index<TAB>token<TAB>outer<TAB>inner`, `#` comment lines) is detected, or
-    selected with `germeval=True`: the token is column 2, the tag the OUTER one (column 3), the
-    index must count 1, 2, ... in each sentence, and `#` lines are comments (in other files
-    `#` is an ordinary token). `-DOCSTART-` lines, comments and repeated blank lines are skipped
-    and counted. Every word line must have `columns` columns (default: as many as the first
-    word line); a different count, an empty or whitespace-only token or an empty tag is an error.
+    The layout is what most word lines have (`conll_layout`): tab- or whitespace-separated
+    columns, how many, and whether the file is GermEval 2014 (`index<TAB>token<TAB>outer<TAB>
+    inner`, `#` comment lines; or `germeval=True`). The token is column 1 (GermEval: 2) and the
+    tag the last column (GermEval: the OUTER one, 3) unless `tag_column` (1-based) says
+    otherwise; a GermEval index must count 1, 2, ... in each sentence, and `#` lines are comments
+    there only. `-DOCSTART-` lines, comments and repeated blank lines are skipped and counted;
+    trailing tabs (empty columns beyond the layout's) are removed and counted. A word line with
+    another column count than the layout's (or `columns`), an empty or whitespace-only token or
+    an empty tag is an error naming that line and the evidence for the layout.
     """
     lines = read_text_lines(path)
     report = ReadReport(str(path))
-    content = [line for line in lines if not _is_blank(line) and not _is_docstart(line)]
-    if germeval is None:
-        germeval = _looks_like_germeval(content)
-    tab_separated = germeval or any("\t" in line for line in content)
-    token_column = GERMEVAL_TOKEN_COLUMN if germeval else 1
+    word_lines = [
+        (number, line)
+        for number, line in enumerate(lines, start=1)
+        if not _is_blank(line) and not _is_docstart(line)
+    ]
+    layout = conll_layout(word_lines, columns, germeval)
+    token_column = GERMEVAL_TOKEN_COLUMN if layout.germeval else 1
+    tag_column = _check_tag_column(path, tag_column, layout.germeval, token_column, layout.columns)
 
     sentences: List[TaggedSentence] = []
     words: List[str] = []
     tags: List[str] = []
     numbers: List[int] = []
-    expected = columns  # the column count every word line must have
-    expected_from: Optional[int] = None  # the line that set it, when `columns` was not given
     previous_blank = False
 
     for number, line in enumerate(lines, start=1):
@@ -269,22 +339,19 @@ def read_conll(
         if _is_docstart(line):
             report.skip(f"{DOCSTART} line", where)
             continue
-        if germeval and line.startswith("#"):
+        if layout.germeval and line.startswith("#"):
             report.skip("comment line", where)
             continue
-        fields = line.split("\t") if tab_separated else line.split()
-        if expected_from is None:
-            if expected is None:
-                expected = len(fields)
-            expected_from = number
-            tag_column = _check_tag_column(path, tag_column, germeval, token_column, expected)
-        if len(fields) != expected:
-            origin = f"as on line {expected_from}" if columns is None else "as asked for"
+        fields = line.split("\t") if layout.tab_separated else line.split()
+        cut = _without_trailing_empty_fields(fields, layout.columns)
+        if len(cut) != len(fields):
+            report.repair("trailing tab removed", where)
+        if len(cut) != layout.columns:
             raise DownstreamDataError(
-                f"{where}: {len(fields)} columns, but every line of the file must have "
-                f"{expected} ({origin})"
+                f"{where}: {len(cut)} columns where the file's word lines have "
+                f"{layout.columns} ({layout.evidence})"
             )
-        token, tag = fields[token_column - 1], fields[tag_column - 1]
+        token, tag = cut[token_column - 1], cut[tag_column - 1]
         if not token.strip():
             raise DownstreamDataError(
                 f"{where}: empty or whitespace-only token {token!r} in column {token_column}"
@@ -294,9 +361,9 @@ def read_conll(
             token, tag = token.strip(), tag.strip()
         if not tag:
             raise DownstreamDataError(f"{where}: empty tag in column {tag_column}")
-        if germeval and fields[0] != str(len(words) + 1):
+        if layout.germeval and cut[0] != str(len(words) + 1):
             raise DownstreamDataError(
-                f"{where}: GermEval index {fields[0]!r}, expected {len(words) + 1} (the word's "
+                f"{where}: GermEval index {cut[0]!r}, expected {len(words) + 1} (the word's "
                 "position in its sentence); a blank line may be missing before this line"
             )
         words.append(token)

@@ -57,6 +57,28 @@ def iob1_to_iob2(tags: Sequence[str]) -> List[str]:
     return converted
 
 
+# Prefixes of the schemes with explicit ends: IOBES/BIOES (S- single, E- end) and BILOU (U- unit,
+# L- last), written as the IOB2 prefix of the same token.
+_END_SCHEME_PREFIXES = {"S": "B", "U": "B", "E": "I", "L": "I"}
+
+
+def to_iob2(tags: Sequence[str]) -> List[str]:
+    """Tags of any IOB-family scheme (IOB1, IOB2, IOBES/BIOES, BILOU) as IOB2.
+
+    S-X and U-X become B-X, E-X and L-X become I-X; then, as in `iob1_to_iob2`, an I-X that
+    continues no X entity starts one. The entities are unchanged in every scheme. Raises
+    ValueError naming a tag of none of these schemes.
+    """
+    converted = []
+    for tag in tags:
+        prefix = tag[:1]
+        if len(tag) > 2 and tag[1] == "-" and prefix in _END_SCHEME_PREFIXES:
+            tag = f"{_END_SCHEME_PREFIXES[prefix]}-{tag[2:]}"
+        split_tag(tag)
+        converted.append(tag)
+    return iob1_to_iob2(converted)
+
+
 def count_iob2_violations(tags: Sequence[str]) -> int:
     """The number of I-X tags that follow neither B-X nor I-X (or open the sentence)."""
     return sum(

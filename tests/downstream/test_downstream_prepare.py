@@ -130,7 +130,7 @@ def test_iob1_entity_starts_are_repaired_and_counted(words, tmp_path):
     code, out = _run_ner(words, tmp_path, valid="train.conll")
     assert code == 0
     report = json.loads((out / "finetune.json").read_text())
-    assert report["splits"]["train"]["iob1_starts_repaired"] == 1
+    assert report["splits"]["train"]["tags_converted_to_iob2"] == 1
     labels_dict, labels = _items(out, "labels", "train")
     assert [labels_dict[i] for i in labels[0] if i != labels_dict.pad()] == ["B-PER", "I-PER", "O"]
 

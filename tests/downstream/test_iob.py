@@ -17,6 +17,7 @@ from fairseq_struct.tagging.iob import (
     entity_types,
     iob1_to_iob2,
     split_tag,
+    to_iob2,
 )
 
 TYPES = ["PER", "LOC", "ORG"]
@@ -349,3 +350,22 @@ def test_entity_counts_reject_sentences_of_different_lengths():
         entity_counts(["O", "B-PER"], ["O"])
     with pytest.raises(ValueError, match="'X'"):
         entity_counts(["O"], ["X"])
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [
+        ["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-LOC"],  # IOB2
+        ["I-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-LOC"],  # IOB1
+        ["B-PER", "E-PER", "O", "S-LOC", "B-LOC", "E-LOC"],  # IOBES
+        ["B-PER", "L-PER", "O", "U-LOC", "B-LOC", "L-LOC"],  # BILOU
+    ],
+)
+def test_to_iob2_keeps_the_entities_of_every_scheme(tags):
+    assert to_iob2(tags) == ["B-PER", "I-PER", "O", "B-LOC", "B-LOC", "I-LOC"]
+
+
+def test_to_iob2_converts_a_long_iobes_entity_and_rejects_other_tags():
+    assert to_iob2(["B-ORG", "I-ORG", "E-ORG", "S-PER"]) == ["B-ORG", "I-ORG", "I-ORG", "B-PER"]
+    with pytest.raises(ValueError, match="'X-PER' is not IOB"):
+        to_iob2(["B-PER", "X-PER"])

@@ -123,18 +123,43 @@ def test_conll_whitespace_separated_columns(tmp_path):
 
 
 def test_conll_wrong_column_count_names_line_and_counts(tmp_path):
-    path = write(tmp_path / "train.conll", "Ahmet\tB-PER\n\ngitti\tO\tfazla\n")
+    path = write(tmp_path / "train.conll", "Ahmet\tB-PER\nda\tO\n\ngitti\tO\tfazla\n")
     with pytest.raises(DownstreamDataError) as error:
         read_conll(path)
     assert str(error.value) == (
-        f"{path}:3: 3 columns, but every line of the file must have 2 (as on line 1)"
+        f"{path}:4: 3 columns where the file's word lines have 2 (2 of 3 word lines of the file "
+        "have 2 tab-separated columns, the first on line 1)"
     )
+
+
+def test_conll_layout_is_what_most_lines_have_and_the_odd_line_is_named(tmp_path):
+    # The first line is the odd one: the error must name it, not the lines read after it.
+    path = write(tmp_path / "train.conll", "Ahmet\tB-PER\tfazla\ngitti\tO\n\nO\tO\nda\tO\n")
+    with pytest.raises(DownstreamDataError) as error:
+        read_conll(path)
+    assert str(error.value).startswith(
+        f"{path}:1: 3 columns where the file's word lines have 2 (3 of 4 word lines"
+    )
+
+
+def test_conll_space_separated_line_in_a_tab_separated_file_is_named(tmp_path):
+    path = write(tmp_path / "train.conll", "Ahmet\tB-PER\ngitti O\nda\tO\n")
+    with pytest.raises(DownstreamDataError, match=re.escape(f"{path}:2: 1 columns where")):
+        read_conll(path)
+
+
+def test_conll_trailing_tabs_are_removed_and_counted(tmp_path):
+    path = write(tmp_path / "train.conll", "Ahmet\tB-PER\t\ngitti\tO\n\nO\tO\t\t\n")
+    sentences, report = read_conll(path)
+    assert [sentence.tags for sentence in sentences] == [("B-PER", "O"), ("O",)]
+    assert report.repaired == {"trailing tab removed": 2}
 
 
 def test_conll_column_count_can_be_required(tmp_path):
     path = write(tmp_path / "train.conll", "Ahmet\tNNP\tB-PER\n")
     with pytest.raises(
-        DownstreamDataError, match=r":1: 3 columns, .* must have 2 \(as asked for\)"
+        DownstreamDataError,
+        match=r":1: 3 columns where the file's word lines have 2 \(tab-separated, as asked for\)",
     ):
         read_conll(path, columns=2)
     sentences, _ = read_conll(path, columns=3)
@@ -150,15 +175,37 @@ def test_conll_empty_or_whitespace_token_is_an_error(tmp_path, token):
 
 
 GERMEVAL = (
-    "# http://de.wikipedia.org/wiki/Manfred_Korfmann [2009-10-17]\n"
+    "#\thttp://de.wikipedia.org/wiki/Manfred_Korfmann [2009-10-17]\n"
     "1\tAufgrund\tO\tO\n"
     "2\tseiner\tO\tO\n"
     "3\tBerliner\tB-ORGpart\tB-LOC\n"
     "4\tUniversität\tI-ORGpart\tO\n"
     "\n"
-    "# n-tv.de vom 26.02.2005 [2005-02-26]\n"
+    "#\tn-tv.de vom 26.02.2005 [2005-02-26]\n"
     "1\t#\tO\tO\n"
 )
+
+
+def test_germeval_trailing_tab_on_one_line_is_repaired_not_misread(tmp_path):
+    # As in the published NER-de-test.tsv: one word line ends in a tab. The file must still be
+    # read as GermEval (the `#` lines comments, the outer tags), CRLF line ends and all.
+    text = GERMEVAL.replace("1\t#\tO\tO\n", '1\t"\tO\tO\t\n2\t#\tO\tO\n')
+    path = write(tmp_path / "NER-de-test.tsv", text.replace("\n", "\r\n"))
+    sentences, report = read_conll(path)
+    assert sentences[1] == TaggedSentence(('"', "#"), ("O", "O"), str(path), (8, 9))
+    assert sentences[0].tags == ("O", "O", "B-ORGpart", "I-ORGpart")
+    assert report.repaired == {"trailing tab removed": 1}
+    assert report.skipped == {"comment line": 2}
+
+
+def test_germeval_line_that_is_not_germeval_is_named_with_the_evidence(tmp_path):
+    path = write(tmp_path / "NER-de-dev.tsv", GERMEVAL.replace("2\tseiner\tO\tO", "2\tseiner\tO"))
+    with pytest.raises(DownstreamDataError) as error:
+        read_conll(path)
+    assert str(error.value) == (
+        f"{path}:3: 3 columns where the file's word lines have 4 (read as GermEval 2014 "
+        "(index<TAB>token<TAB>outer<TAB>inner): 4 of 5 word lines have that layout)"
+    )
 
 
 def test_germeval_is_detected_and_reads_the_outer_column_skipping_comments(tmp_path):
