@@ -51,7 +51,7 @@ setup(
     install_requires=pinned(DIRECT_DEPENDENCIES),
     extras_require={
         "test": pinned(("pytest", "pytest-xdist", "execnet")),
-        "hf": pinned(("transformers", "safetensors")),
+        "hf": pinned(("transformers", "safetensors", "datasets")),
     },
     # One front door: `fairseq-struct COMMAND ...` (fairseq_struct/commands.py lists the commands).
     entry_points={"console_scripts": ["fairseq-struct = fairseq_struct.commands:main"]},

@@ -24,6 +24,11 @@ GROUPS: Dict[str, List[Tuple[str, str, str]]] = {
             "list the papers' corpora and make them plain text",
         ),
         (
+            "datasets",
+            "fairseq_struct.downstream_sets.cli",
+            "the encoder papers' downstream data sets, fetched and converted",
+        ),
+        (
             "clean-corpus",
             "fairseq_struct.corpora.clean_corpus",
             "clean a parallel corpus as Moses' clean-corpus-n does",

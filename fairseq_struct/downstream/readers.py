@@ -43,6 +43,7 @@ GERMEVAL_TOKEN_COLUMN = 2
 GERMEVAL_OUTER_TAG_COLUMN = 3
 
 _DIGITS = re.compile(r"[0-9]+")
+_SPACES_AND_TABS = re.compile(r"[ \t]+")
 
 
 class DownstreamDataError(ValueError):
@@ -227,9 +228,17 @@ class ConllLayout:
     evidence: str
 
 
+def _fields(line: str, tab_separated: bool) -> List[str]:
+    """The columns of a word line: split at each tab, or at runs of spaces and tabs (never at
+    other Unicode spaces, which can be part of a token, such as a no-break space)."""
+    if tab_separated:
+        return line.split("\t")
+    return _SPACES_AND_TABS.split(line.strip(" \t"))
+
+
 def _width(line: str, tab_separated: bool) -> int:
     """The columns of a word line, trailing empty ones (trailing tabs) not counted."""
-    fields = line.split("\t") if tab_separated else line.split()
+    fields = _fields(line, tab_separated)
     while len(fields) > 1 and not fields[-1].strip():
         fields.pop()
     return len(fields)
@@ -342,7 +351,7 @@ def read_conll(
         if layout.germeval and line.startswith("#"):
             report.skip("comment line", where)
             continue
-        fields = line.split("\t") if layout.tab_separated else line.split()
+        fields = _fields(line, layout.tab_separated)
         cut = _without_trailing_empty_fields(fields, layout.columns)
         if len(cut) != len(fields):
             report.repair("trailing tab removed", where)

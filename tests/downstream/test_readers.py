@@ -464,3 +464,9 @@ def test_real_shipped_files_read_without_errors():
     assert len(sentences) == 1100 and report.skipped["multi-word token range"] > 0
     examples, _ = read_squad(SHARED_DATA / "tr-tquad" / "train-v0.1.json")
     assert len(examples) == 8308
+
+
+def test_space_separated_conll_keeps_other_unicode_spaces_inside_a_token(tmp_path):
+    path = write(tmp_path / "train.conll", "New\u00a0York B-LOC\r\nşehri  O\r\n")
+    sentences, _ = read_conll(path)
+    assert sentences[0].words == ("New\u00a0York", "şehri")

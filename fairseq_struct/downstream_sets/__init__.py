@@ -1,0 +1,1 @@
+"""The downstream data sets of the encoder papers: catalogue, download and conversion."""
