@@ -15,6 +15,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 KAYA_TANTUG = "Kaya & Tantuğ, BERT2D"
 POLATBILEK = "Polatbilek, BERT-ELMo thesis"
 ZOELLNER = "Zöllner et al., small German BERTs"
+# The converted file of a split, by task (sentiment: one file per class, `{split}.{class}`).
+CONVERTED_EXTENSIONS = {"ner": "conll", "pos": "conllu", "qa": "json"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,18 @@ class DataSet:
     unit: str
     preprocessing: str = "as published"
     options: Mapping[str, object] = field(default_factory=dict)
+
+    def converted_files(self, split: str) -> List[str]:
+        """The names of the files `fetch` writes for `split` (none where it has no such split),
+        known before fetching: the commands of a grid name them before its fetch step runs."""
+        carved = split == "valid" and self.options.get("valid_fraction")
+        if split not in self.splits and not carved:
+            return []
+        if self.task != "sentiment":
+            return [f"{split}.{CONVERTED_EXTENSIONS[self.task]}"]
+        dropped = set(self.options.get("drop", ()))
+        labels: Mapping[str, str] = self.options["labels"]
+        return sorted(f"{split}.{name}" for label, name in labels.items() if label not in dropped)
 
 
 def _github(repository: str, revision: str, path: str, sha256: Optional[str] = None) -> SourceFile:

@@ -95,7 +95,9 @@ def _convert_ner(
         sentences, read = readers.read_conll(path, germeval=germeval or None)
         _check_size(dataset, split, path, len(sentences))
         tags = [_mapped(s, tag_map) if tag_map else s.tags for s in sentences]
-        _write_conll(out / f"{split}.conll", [(s.words, t) for s, t in zip(sentences, tags)])
+        _write_conll(
+            out / dataset.converted_files(split)[0], [(s.words, t) for s, t in zip(sentences, tags)]
+        )
         report[split] = {
             "source": filename,
             "sentences": len(sentences),
@@ -129,7 +131,7 @@ def convert_conllu_copy(dataset: DataSet, files: Mapping[str, Path], out: Path):
         # Sentences are counted as published: one made only of skipped lines still counts.
         published = sum(1 for line in readers.read_text_lines(path) if line.startswith("# sent_id"))
         _check_size(dataset, split, path, published or len(sentences))
-        shutil.copyfile(path, out / f"{split}.conllu")
+        shutil.copyfile(path, out / dataset.converted_files(split)[0])
         report[split] = {
             "source": filename,
             "sentences": len(sentences),
@@ -146,7 +148,7 @@ def convert_squad_copy(dataset: DataSet, files: Mapping[str, Path], out: Path):
         path = files[filename]
         examples, read = readers.read_squad(path, keep_unanswered=True)
         _check_size(dataset, split, path, len(examples))
-        shutil.copyfile(path, out / f"{split}.json")
+        shutil.copyfile(path, out / dataset.converted_files(split)[0])
         report[split] = {
             "source": filename,
             "questions": len(examples),

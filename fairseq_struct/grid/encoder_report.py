@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Sequence
 
 from fairseq_struct.corpus_io import atomic_write_json
 from fairseq_struct.downstream.demo_summary import MAIN_METRICS
+from fairseq_struct.downstream_sets.reference_scores import reference_lines
 from fairseq_struct.eval.almost_stochastic_order import (
     DEFAULT_BOOTSTRAP_ITERATIONS,
     DEFAULT_THRESHOLD,
@@ -52,7 +53,7 @@ def _finished(directory: Path, step: str) -> bool:
 def task_systems(
     grid: EncoderGrid, task: str, bootstrap_iterations: int = DEFAULT_BOOTSTRAP_ITERATIONS
 ) -> List[TaskSystem]:
-    metrics = MAIN_METRICS[task]
+    metrics = MAIN_METRICS[grid.task_kind(task)]
     systems = []
     for encoder in grid.systems:
         for init in grid.inits:
@@ -95,8 +96,8 @@ def _compare(systems: List[TaskSystem], metric: str, bootstrap_iterations: int) 
         }
 
 
-def task_table(systems: List[TaskSystem], task: str, seeds: Sequence[int]) -> List[str]:
-    metrics = MAIN_METRICS[task]
+def task_table(systems: List[TaskSystem], kind: str, seeds: Sequence[int]) -> List[str]:
+    metrics = MAIN_METRICS[kind]
     lines = [
         "| system | " + " | ".join(metrics) + f" | ε_min vs {systems[0].name} | seeds |",
         "|---|" + "---|" * len(metrics) + "---|---|",
@@ -177,11 +178,21 @@ def write_report(
 
     lines = _introduction(grid) + ["", *_pretraining_section(pretraining, has_curves)]
     for task, systems in tasks.items():
-        lines += ["", f"## {task}", "", *task_table(systems, task, grid.seeds)]
+        lines += ["", f"## {task}", "", *task_table(systems, grid.task_kind(task), grid.seeds)]
+        lines += _reported_section(task)
     lines += provenance_markdown(command_line, commands, system_versions)
     report = grid.out / "report.md"
     report.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return report
+
+
+def _reported_section(task: str) -> List[str]:
+    """What the papers report on a catalogue data set, to read beside the table above."""
+    references = reference_lines(task)
+    if not references:
+        return []
+    return ["", "Reported by the papers (their models and budgets, not this grid's):", "",
+            "```", *references, "```"]  # fmt: skip
 
 
 def _system_json(system: TaskSystem) -> Dict[str, object]:

@@ -1,12 +1,18 @@
 """What the encoder grid runs (`python -m fairseq_struct.grid.encoders`): the named encoders,
 the grid's settings and its steps, shared by the command and its report (`grid.encoder_report`).
-Imported models are fine-tuned in their own units from their own weights, without pretraining."""
+Imported models are fine-tuned in their own units from their own weights, without pretraining.
+
+A task is a kind (ner, pos, sentiment, qa: files of the user's in --tasks-dir/KIND/) or a data
+set of the catalogue (`fairseq-struct datasets`), which a first step fetches into
+--datasets-dir/NAME/ unless it is there.
+"""
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from fairseq_struct.commands import environment_tool
+from fairseq_struct.downstream_sets.catalog import COLLECTIONS, DATASETS
 from fairseq_struct.grid.steps import GridError, Step, python_command, scripts_dir
 from fairseq_struct.hf_import.directory import REPORT_FILE, imported_checkpoint
 
@@ -100,7 +106,7 @@ IMPORTED_UNITS = "imported-"  # the units of an imported system: its own tokeniz
 class EncoderGrid:
     pretrain_train: Optional[str]
     pretrain_valid: Optional[str]
-    tasks_dir: Path
+    tasks_dir: Optional[Path]
     out: Path
     encoders: Tuple[str, ...] = DEFAULT_ENCODERS
     imported: Tuple[Tuple[str, str], ...] = ()  # (system name, imported model directory)
@@ -115,6 +121,7 @@ class EncoderGrid:
     cpu: bool = True
     scratch: bool = True  # also fine-tune each architecture from scratch
     finetune_epochs: Tuple[Tuple[str, int], ...] = ()  # (task, epochs): overrides the profile's
+    datasets_dir: Optional[Path] = None  # where catalogue tasks are fetched (default OUT/datasets)
 
     @property
     def units(self) -> List[str]:
@@ -142,11 +149,31 @@ class EncoderGrid:
     def pretraining_updates(self) -> int:
         return self.max_update or PRETRAINING[self.profile]["max_update"]
 
+    def task_kind(self, task: str) -> str:
+        """ner, pos, sentiment or qa: what downstream.prepare and the report take `task` as."""
+        return task if task in TASKS else DATASETS[task].task
+
+    @property
+    def catalogue_tasks(self) -> Tuple[str, ...]:
+        return tuple(task for task in self.tasks if task not in TASKS)
+
+    @property
+    def catalogue_dir(self) -> Path:
+        return self.datasets_dir or self.out / "datasets"
+
+    def task_directory(self, task: str) -> Path:
+        if task in TASKS:
+            if self.tasks_dir is None:
+                raise GridError(f"task {task}: give --tasks-dir with its {task}/ folder")
+            return self.tasks_dir / task
+        return self.catalogue_dir / task
+
     def finetuning_options(self, task: str) -> List[str]:
-        """finetune.sh's options for `task`: the profile's, with --epochs overridden where
-        --finetune-epochs names the task."""
-        options = list(FINETUNING[self.profile][task])
-        epochs = dict(self.finetune_epochs).get(task)
+        """finetune.sh's options for `task`: the profile's for its kind, with --epochs
+        overridden where --finetune-epochs names the task or its kind."""
+        options = list(FINETUNING[self.profile][self.task_kind(task)])
+        overrides = dict(self.finetune_epochs)
+        epochs = overrides.get(task, overrides.get(self.task_kind(task)))
         if epochs is None:
             return options
         if "--epochs" in options:
@@ -174,14 +201,32 @@ class EncoderGrid:
         return self.out / "runs" / f"{encoder}-{task}-{init}-seed{seed}"
 
     def task_files(self, task: str, split: str) -> List[str]:
-        return sorted(
-            str(path) for path in (self.tasks_dir / task).glob(TASK_FILES[task].format(split=split))
-        )
+        """The raw files of a split: found in --tasks-dir, or named by the catalogue (they may
+        not be fetched yet)."""
+        directory = self.task_directory(task)
+        if task in TASKS:
+            pattern = TASK_FILES[task].format(split=split)
+            return sorted(str(path) for path in directory.glob(pattern))
+        return [str(directory / name) for name in DATASETS[task].converted_files(split)]
 
     def to_json(self) -> Dict[str, object]:
         record = asdict(self)
-        record.update(out=str(self.out), tasks_dir=str(self.tasks_dir))
+        record.update(
+            out=str(self.out),
+            tasks_dir=None if self.tasks_dir is None else str(self.tasks_dir),
+            datasets_dir=str(self.catalogue_dir),
+        )
         return record
+
+
+def expand_tasks(names: List[str]) -> Tuple[str, ...]:
+    """Task kinds and catalogue names, with each collection replaced by its data sets; each
+    once, in order."""
+    expanded: Dict[str, None] = {}
+    for name in names:
+        for task in COLLECTIONS.get(name, (name,)):
+            expanded.setdefault(task)
+    return tuple(expanded)
 
 
 def _threads(grid: EncoderGrid) -> Dict[str, str]:
@@ -199,18 +244,26 @@ def pretraining_data_step(grid: EncoderGrid, units: str, scripts: Path) -> Step:
     return Step(f"data pretraining {units}", "prepare", command, grid.pretraining_data(units))
 
 
+def fetch_step(grid: EncoderGrid, task: str) -> Step:
+    command = [
+        python_command(), "-m", "fairseq_struct.downstream_sets.cli", "fetch", task,
+        "--out", str(grid.catalogue_dir),
+    ]  # fmt: skip
+    return Step(f"data set {task}", "fetch", command, grid.task_directory(task))
+
+
 def task_data_step(grid: EncoderGrid, units: str, task: str) -> Step:
     train, valid = grid.task_files(task, "train"), grid.task_files(task, "valid")
     settings = PRETRAINING[grid.profile]
     command = [
-        python_command(), "-m", "fairseq_struct.downstream.prepare", task,
+        python_command(), "-m", "fairseq_struct.downstream.prepare", grid.task_kind(task),
         "--pretraining-data", str(grid.pretraining_data(units)), "--train", *train,
         "--out-dir", str(grid.task_data(units, task)), "--workers", str(grid.workers),
     ]  # fmt: skip
     if not units.startswith(IMPORTED_UNITS):  # an imported model takes its own length
         command += ["--max-positions", str(settings["tokens_per_sample"])]
     command += ["--valid", *valid] if valid else ["--valid-fraction", "0.1"]
-    if task == "qa" and grid.profile == "cpu":
+    if grid.task_kind(task) == "qa" and grid.profile == "cpu":
         command += ["--max-length", "64", "--doc-stride", "32", "--max-query-length", "16"]
     return Step(f"data {units} {task}", "prepare", command, grid.task_data(units, task))
 
@@ -252,7 +305,7 @@ def finetuning_steps(
         "--pretrained", str(grid.checkpoint(name)), "--save-dir", str(run / "checkpoints"),
         "--seed", str(seed), *grid.finetuning_options(task),
     ]  # fmt: skip
-    if task == "ner":
+    if grid.task_kind(task) == "ner":
         command += NER_HEAD
     if init == "scratch":
         command.append("--scratch")
@@ -272,10 +325,11 @@ def finetuning_steps(
 
 
 def grid_steps(grid: EncoderGrid) -> List[Step]:
-    """Every preparation first (bad input stops the grid before any training), then the
-    pretrainings, then the fine-tunings seed by seed."""
+    """The catalogue's data sets fetched and every preparation first (bad input stops the grid
+    before any training), then the pretrainings, then the fine-tunings seed by seed."""
     scripts = scripts_dir()
-    steps = [pretraining_data_step(grid, units, scripts) for units in grid.units]
+    steps = [fetch_step(grid, task) for task in grid.catalogue_tasks]
+    steps += [pretraining_data_step(grid, units, scripts) for units in grid.units]
     steps += [task_data_step(grid, units, task) for units in grid.task_units for task in grid.tasks]
     steps += [pretraining_step(grid, name) for name in grid.encoders]
     for seed in grid.seeds:
@@ -287,16 +341,19 @@ def grid_steps(grid: EncoderGrid) -> List[Step]:
 
 
 def check_task_files(grid: EncoderGrid) -> None:
-    """Every task has training and test files in --tasks-dir.
+    """Every task of --tasks-dir has training and test files there (the catalogue's are
+    fetched by the grid).
 
     Raises:
         GridError: naming the task directory and the files it lacks.
     """
     for task in grid.tasks:
+        if task not in TASKS:
+            continue
         for split in ("train", "test"):
             if not grid.task_files(task, split):
                 pattern = TASK_FILES[task].format(split=split)
-                raise GridError(f"{grid.tasks_dir / task}: no {split} file ({pattern})")
+                raise GridError(f"{grid.task_directory(task)}: no {split} file ({pattern})")
 
 
 def check_systems(grid: EncoderGrid) -> None:

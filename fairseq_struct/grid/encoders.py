@@ -2,8 +2,10 @@
 the downstream tasks (pretrained and from scratch, several seeds), compare with Almost
 Stochastic Order (docs/reproducing.md).
 
-`--tasks-dir` holds one directory per task, in the formats `downstream.prepare` reads (a task
-without a valid file gets a seeded tenth of its training data):
+A task is a data set of the catalogue (`fairseq-struct datasets list`; a collection such as
+bert2d-paper names a paper's), fetched by the grid into --datasets-dir, or a kind whose files
+are in --tasks-dir/KIND/, in the formats `downstream.prepare` reads (a task without a valid file
+gets a seeded tenth of its training data):
 
     ner/{train,valid,test}.conll      pos/{train,valid,test}.conllu
     sentiment/{train,valid,test}.<label> (one file per class)   qa/{train,valid,test}.json
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from fairseq_struct.commands import program_name
+from fairseq_struct.downstream_sets.catalog import COLLECTIONS, DATASETS
 from fairseq_struct.grid.command_line import add_assignment_option, positive_int, run_grid
 from fairseq_struct.grid.encoder_runs import (
     DEFAULT_ENCODERS,
@@ -22,6 +25,7 @@ from fairseq_struct.grid.encoder_runs import (
     PROFILES,
     TASKS,
     EncoderGrid,
+    expand_tasks,
     runnable_steps,
 )
 from fairseq_struct.grid.steps import GridError
@@ -31,6 +35,15 @@ def _encoder_argument(name: str) -> str:
     if name not in ENCODERS:
         raise argparse.ArgumentTypeError(
             f"unknown encoder {name!r}; the named systems are: {', '.join(ENCODERS)}"
+        )
+    return name
+
+
+def _task_argument(name: str) -> str:
+    if name not in TASKS and name not in DATASETS and name not in COLLECTIONS:
+        raise argparse.ArgumentTypeError(
+            f"unknown task {name!r}: give a kind ({', '.join(TASKS)}: files in --tasks-dir), a "
+            f"data set ({', '.join(DATASETS)}) or a collection ({', '.join(COLLECTIONS)})"
         )
     return name
 
@@ -53,7 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--pretrain-valid", help="pretraining validation text (for --encoders)")
     parser.add_argument(
-        "--tasks-dir", required=True, type=Path, help="<task>/{train,valid,test} files"
+        "--tasks-dir", type=Path, help="KIND/{train,valid,test} files of the kinds in --tasks"
+    )
+    parser.add_argument(
+        "--datasets-dir",
+        type=Path,
+        help="where the catalogue's data sets in --tasks are fetched, or already are "
+        "(fairseq-struct datasets fetch NAME --out DIR; default: OUT/datasets)",
     )
     parser.add_argument("--out", required=True, type=Path, help="the grid's directory")
     parser.add_argument(
@@ -73,15 +92,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="imported models as systems after the encoders (DIR: python -m "
         "fairseq_struct.hf_import's output), e.g. berturk=imported/berturk-128k",
     )
-    parser.add_argument("--tasks", nargs="+", choices=TASKS, default=list(TASKS))
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        type=_task_argument,
+        default=list(TASKS),
+        help=f"kinds ({' '.join(TASKS)}; files in --tasks-dir), data sets of the catalogue or "
+        f"collections ({' '.join(COLLECTIONS)}) (default: the four kinds)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1], help="fine-tuning seeds")
     parser.add_argument("--profile", choices=PROFILES, default="cpu")
     parser.add_argument(
         "--max-update", type=int, help="pretraining updates (default: the profile's)"
     )
     add_assignment_option(
-        parser, "--finetune-epochs", "TASK", TASKS, "EPOCHS", positive_int, ">= 1",
-        help_text="fine-tuning epochs of a task instead of the profile's, e.g. qa=2",
+        parser, "--finetune-epochs", "TASK", TASKS + tuple(DATASETS), "EPOCHS", positive_int,
+        ">= 1", help_text="fine-tuning epochs of a task, or of every task of a kind, instead of "
+        "the profile's, e.g. qa=2 ler-fg=5",
     )  # fmt: skip
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--lang", default="tr", help="tr (Zemberek) or iu (Morfessor)")
@@ -106,7 +133,7 @@ def grid_from_args(args: argparse.Namespace) -> EncoderGrid:
         out=args.out,
         encoders=tuple(args.encoders),
         imported=tuple(args.imported),
-        tasks=tuple(dict.fromkeys(args.tasks)),
+        tasks=expand_tasks(args.tasks),
         seeds=tuple(dict.fromkeys(args.seeds)),
         profile=args.profile,
         max_update=args.max_update,
@@ -117,6 +144,7 @@ def grid_from_args(args: argparse.Namespace) -> EncoderGrid:
         cpu=not args.gpu,
         scratch=not args.no_scratch,
         finetune_epochs=tuple(dict(args.finetune_epochs).items()),
+        datasets_dir=args.datasets_dir,
     )
 
 

@@ -425,3 +425,27 @@ def test_fetch_command_reports_a_failure_with_status_1(server, tmp_path, monkeyp
     monkeypatch.setitem(cli.__dict__, "resolve", functools.partial(lambda d, names: [d], dataset))
     assert cli.main(["fetch", "sturm", "--out", str(tmp_path)]) == 1
     assert "error: sturm: " in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "name, local",
+    [
+        ("turkish-sentiment", True),
+        ("turkish-sentiment-3class", True),
+        ("tquad", False),
+        ("germeval2014", False),
+        ("ud-turkish-boun", False),
+    ],
+)
+def test_converted_files_are_known_before_fetching(server, tmp_path, name, local):
+    if local:
+        dataset = dataclasses.replace(DATASETS[name], expected=FIXTURE_SIZES[name])
+        fetch(dataset, tmp_path, local=FIXTURES / "winvoker-turkish-sentiment")
+    else:
+        dataset = served(name, server)
+        fetch(dataset, tmp_path)
+    written = sorted(p.name for p in (tmp_path / name).iterdir() if p.name != REPORT_FILE)
+    named = sorted(
+        f for split in ("train", "valid", "test") for f in dataset.converted_files(split)
+    )
+    assert written == named

@@ -187,3 +187,70 @@ def test_bad_systems_are_named(grid, tmp_path, encoders, imported, pretraining, 
     )
     with pytest.raises(GridError, match=message):
         runnable_steps(grid)
+
+
+# ------------------------------------------------------------------------------ catalogue tasks
+
+
+def catalogue_grid(tmp_path, *extra: str) -> EncoderGrid:
+    arguments = ["--pretrain-train", "t.txt", "--pretrain-valid", "v.txt", "--out"]
+    arguments += [str(tmp_path / "g"), "--encoders", "bert2d", "--tasks", *extra]
+    return grid_from_args(build_parser().parse_args(arguments))
+
+
+def test_catalogue_tasks_are_fetched_first_and_prepared_from_their_converted_files(tmp_path):
+    grid = catalogue_grid(tmp_path, "small-bert-paper", "tquad", "ler-cg")
+    assert grid.tasks == ("germeval2014", "ler-cg", "ler-fg", "arendt", "sturm", "tquad")
+    steps = runnable_steps(grid)  # nothing fetched yet: the files are named, not looked for
+    fetches = [step for step in steps if step.name == "fetch"]
+    assert steps[: len(fetches)] == fetches
+    datasets = tmp_path / "g" / "datasets"
+    assert fetches[0].command[-4:] == ["fetch", "germeval2014", "--out", str(datasets)]
+    assert fetches[0].directory == datasets / "germeval2014"
+    prepare = next(s for s in steps if s.system == "data pieces ler-cg").command
+    assert prepare[prepare.index("fairseq_struct.downstream.prepare") + 1] == "ner"
+    assert option(prepare, "--train") == str(datasets / "ler-cg" / "train.conll")
+    assert option(prepare, "--valid") == str(datasets / "ler-cg" / "valid.conll")
+    qa = next(s for s in steps if s.system == "data pieces tquad").command
+    assert qa[qa.index("fairseq_struct.downstream.prepare") + 1] == "qa"
+    assert option(qa, "--valid-fraction") == "0.1"  # TQuAD publishes no validation file
+    train = next(s for s in steps if s.system == "bert2d sturm pretrained, seed 1")
+    assert option(train.command, "--head") == "lcrf_ner" and "--entity-fix" in train.command
+    predict = next(s for s in steps if s.system == "bert2d sturm pretrained, seed 1"
+                   and s.name == "predict")  # fmt: skip
+    assert option(predict.command, "--input") == str(datasets / "sturm" / "test.conll")
+    assert predict.directory == tmp_path / "g" / "runs" / "bert2d-sturm-pretrained-seed1"
+
+
+def test_sentiment_from_the_catalogue_names_its_class_files_and_datasets_dir(tmp_path):
+    grid = catalogue_grid(tmp_path, "turkish-sentiment", "--datasets-dir", str(tmp_path / "d"))
+    prepare = next(s for s in grid_steps(grid) if s.system == "data pieces turkish-sentiment")
+    files = prepare.command[prepare.command.index("--train") + 1 :]
+    assert files[:3] == [str(tmp_path / "d" / "turkish-sentiment" / f"train.{label}")
+                         for label in ("negative", "positive")] + ["--out-dir"]  # fmt: skip
+    assert option(prepare.command, "--valid") == str(
+        tmp_path / "d" / "turkish-sentiment" / "valid.negative"
+    )
+
+
+def test_finetune_epochs_of_a_data_set_and_of_a_kind(tmp_path):
+    grid = catalogue_grid(
+        tmp_path, "ler-fg", "ler-cg", "ud-turkish-imst", "--finetune-epochs", "ner=3", "ler-fg=5"
+    )
+    assert option(finetuning_command(grid, "bert2d ler-fg pretrained, seed 1"), "--epochs") == "5"
+    assert option(finetuning_command(grid, "bert2d ler-cg pretrained, seed 1"), "--epochs") == "3"
+    pos = finetuning_command(grid, "bert2d ud-turkish-imst pretrained, seed 1")
+    assert option(pos, "--epochs") == "8"  # the cpu profile's
+
+
+def test_unknown_task_lists_kinds_data_sets_and_collections(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*REQUIRED_ARGUMENTS, "--tasks", "germeval"])
+    error = capsys.readouterr().err
+    assert "unknown task 'germeval': give a kind (ner, pos, sentiment, qa" in error
+    assert "germeval2014" in error and "small-bert-paper" in error
+
+
+def test_a_kind_without_tasks_dir_is_named(tmp_path):
+    with pytest.raises(GridError, match=r"task pos: give --tasks-dir with its pos/ folder"):
+        runnable_steps(catalogue_grid(tmp_path, "tquad", "pos"))

@@ -93,3 +93,25 @@ def test_pretraining_table_and_curves(grid):
     assert (grid.out / "curves.png").stat().st_size > 0
     record = json.loads((grid.out / "report.json").read_text())
     assert record["pretraining"][0]["curve"] == [[100, 20.0], [200, 30.5]]
+
+
+def test_a_catalogue_task_is_reported_with_the_papers_figures_beside_it(tmp_path):
+    grid = EncoderGrid(
+        pretrain_train=None,
+        pretrain_valid=None,
+        tasks_dir=None,
+        out=tmp_path / "grid",
+        encoders=("roberta",),
+        tasks=("germeval2014",),
+        seeds=(1,),
+        scratch=False,
+    )
+    run = grid.run_dir("roberta", "germeval2014", "pretrained", 1)
+    run.mkdir(parents=True)
+    (run / "scores.json").write_text(json.dumps({"f1": 61.25}), encoding="utf-8")
+    (run / ".predict.done.json").write_text(json.dumps({"command": "p", "wall_seconds": 1}))
+    text = write_report(grid, ["python"], ITERATIONS).read_text()
+    section = text[text.index("## germeval2014") :]
+    assert row(section, "roberta (pretrained)")[1] == "61.25"  # entity F1, the ner metric
+    assert "  small BERT (34M), LCRF_NER + Entity-Fix: test f1 84.48" in section
+    assert "  GBERT base (110M): test f1 87.98" in section
