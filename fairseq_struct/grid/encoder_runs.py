@@ -15,6 +15,7 @@ from fairseq_struct.commands import environment_tool
 from fairseq_struct.downstream_sets.catalog import COLLECTIONS, DATASETS
 from fairseq_struct.grid.steps import GridError, Step, python_command, scripts_dir
 from fairseq_struct.hf_import.directory import REPORT_FILE, imported_checkpoint
+from fairseq_struct.morph.segmenters import SEGMENTED_LANGUAGES
 
 TASKS = ("ner", "pos", "sentiment", "qa")
 INITS = ("pretrained", "scratch")
@@ -239,8 +240,11 @@ def pretraining_data_step(grid: EncoderGrid, units: str, scripts: Path) -> Step:
         "--valid", grid.pretrain_valid, "--units", units, "--out", str(grid.pretraining_data(units)),
         "--workers", str(grid.workers),
     ]  # fmt: skip
+    command += ["--lang", grid.lang]
     if units == "pieces":
-        command += ["--mode", "morph", "--lang", grid.lang, "--vocab-size", str(grid.vocab_size)]
+        # Morphological segmentation where the language has a segmenter (German has none).
+        mode = "morph" if grid.lang in SEGMENTED_LANGUAGES else "bpe"
+        command += ["--mode", mode, "--vocab-size", str(grid.vocab_size)]
     return Step(f"data pretraining {units}", "prepare", command, grid.pretraining_data(units))
 
 

@@ -111,7 +111,12 @@ def build_parser() -> argparse.ArgumentParser:
         "the profile's, e.g. qa=2 ler-fg=5",
     )  # fmt: skip
     parser.add_argument("--vocab-size", type=int, default=8000)
-    parser.add_argument("--lang", default="tr", help="tr (Zemberek) or iu (Morfessor)")
+    parser.add_argument(
+        "--lang",
+        default="tr",
+        help="language of the pretraining text: tr and iu are segmented into morphemes "
+        "(Zemberek, Morfessor) before SentencePiece, others (de) are not",
+    )
     parser.add_argument("--workers", type=int, default=1, help="preparation processes")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads of each run")
     parser.add_argument("--gpu", action="store_true", help="train on a GPU")

@@ -254,3 +254,13 @@ def test_unknown_task_lists_kinds_data_sets_and_collections(capsys):
 def test_a_kind_without_tasks_dir_is_named(tmp_path):
     with pytest.raises(GridError, match=r"task pos: give --tasks-dir with its pos/ folder"):
         runnable_steps(catalogue_grid(tmp_path, "tquad", "pos"))
+
+
+def test_german_pretraining_text_is_not_segmented_into_morphemes(tmp_path):
+    grid = catalogue_grid(tmp_path, "sturm", "--lang", "de", "--encoders", "bert2d", "bert_elmo")
+    steps = {step.system: step.command for step in grid_steps(grid)}
+    pieces = steps["data pretraining pieces"]
+    assert option(pieces, "--mode") == "bpe" and option(pieces, "--lang") == "de"
+    assert option(steps["data pretraining words"], "--lang") == "de"  # Moses' German rules
+    turkish = {s.system: s.command for s in grid_steps(catalogue_grid(tmp_path, "sturm"))}
+    assert option(turkish["data pretraining pieces"], "--mode") == "morph"
