@@ -103,7 +103,7 @@ def write_conll_predictions(
 ) -> None:
     """The input CoNLL file again, with the predicted tag as a last tab-separated column.
 
-    Word lines get `<TAB>tag`; all other lines (blank, comment, -DOCSTART-) are copied. The
+    Word lines get `<TAB>tag` (after removing trailing tabs); all other lines (blank, comment, -DOCSTART-) are copied. The
     input is `sentences[0].path`, and `sentences` must be all the sentences read from it.
     """
     if not sentences:
@@ -114,7 +114,8 @@ def write_conll_predictions(
         if number in tags:
             content, ending = _split_ending(raw)
             _check_word(path, number, content.decode("utf-8"), words[number])
-            raw = content + b"\t" + tags[number].encode("utf-8") + ending
+            # A trailing tab the reader removed (an empty column) is not kept before the tag.
+            raw = content.rstrip(b"\t") + b"\t" + tags[number].encode("utf-8") + ending
         out.append(raw)
     atomic_write_bytes(out_path, b"".join(out))
 

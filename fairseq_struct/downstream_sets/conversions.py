@@ -248,7 +248,7 @@ def convert_sentiment_csv(dataset: DataSet, files: Mapping[str, Path], out: Path
         for name, texts in classes.items():
             atomic_write_lines(out / f"{split}.{name}", texts)
         report[split]["written"] = {name: len(texts) for name, texts in classes.items()}
-    return report
+    return {split: report[split] for split in ("train", "valid", "test") if split in report}
 
 
 def _carve(

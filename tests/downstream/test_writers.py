@@ -51,6 +51,19 @@ def test_conll_predictions_keep_crlf_bom_and_germeval_comments(tmp_path):
     )
 
 
+def test_conll_predictions_after_a_trailing_tab_add_no_empty_column(tmp_path):
+    source = tmp_path / "NER-de-test.tsv"
+    text = '#\tquelle\t[2007-08-11]\n1\t"\tO\tO\t\n2\tBagdad\tB-LOC\tO\n'
+    source.write_text(text, encoding="utf-8")
+    sentences, _ = read_conll(source)
+    out = tmp_path / "predictions.tsv"
+    write_conll_predictions(sentences, [["O", "B-LOC"]], out)
+    assert out.read_text(encoding="utf-8").splitlines()[1:] == [
+        '1\t"\tO\tO\tO',
+        "2\tBagdad\tB-LOC\tO\tB-LOC",
+    ]
+
+
 def test_conll_prediction_count_must_match_the_words(tmp_path):
     source = tmp_path / "test.conll"
     source.write_text(CONLL, encoding="utf-8")
