@@ -19,9 +19,16 @@ options:
                         vocabulary, as BERTurk's and BERT2D's (bert, bert2d); words:
                         Moses-tokenized words with a dictionary that covers every split
                         (bert_elmo) (default: pieces)
-  --lowercase           wordpiece: an uncased vocabulary (lowercased, accents stripped)
-  --mode bpe|morph      pieces only: morphological segmentation first (default: bpe)
-  --lang L              language: tr (Zemberek) or iu (Morfessor) for morph mode (default: tr)
+  --lowercase           wordpiece: an uncased vocabulary (lowercased; accents stripped, as in
+                        BERT's uncased vocabularies, except for --lang de, whose umlauts stay)
+  --keep-accents, --strip-accents
+                        wordpiece --lowercase: keep or strip accents and umlauts, whatever
+                        the language
+  --mode bpe|morph      pieces only: morphological segmentation first (default: bpe); morph
+                        has segmenters for tr and iu only (German: bpe, wordpiece or words)
+  --lang L              language of the text: tr (Zemberek) or iu (Morfessor) for morph
+                        mode; any other (de, ...) for bpe pieces, wordpiece, and words
+                        (Moses' tokenization rules for L) (default: tr)
   --vocab-size N        SentencePiece or WordPiece vocabulary (default: 8000)
   --spm-model PATH      encode with an existing SentencePiece model instead of training one
   --spm-sample N        train SentencePiece on a seeded sample of N lines when the training
@@ -40,7 +47,8 @@ EOF
 
 train="" valid="" test="" out="" units="pieces" mode="bpe" lang="tr" vocab_size=8000 workers=1 prepare_args=()
 while [[ $# -gt 0 ]]; do
-    if [[ "$1" != -h && "$1" != --help && "$1" != --lowercase && $# -lt 2 ]]; then
+    if [[ "$1" != -h && "$1" != --help && "$1" != --lowercase && "$1" != --keep-accents &&
+          "$1" != --strip-accents && $# -lt 2 ]]; then
         echo "error: $1 needs a value" >&2
         usage >&2
         exit 2
@@ -52,6 +60,7 @@ while [[ $# -gt 0 ]]; do
         --out) out="$2"; shift 2 ;;
         --units) units="$2"; shift 2 ;;
         --lowercase) prepare_args+=(--lowercase); shift ;;
+        --keep-accents|--strip-accents) prepare_args+=("$1"); shift ;;
         --mode) mode="$2"; shift 2 ;;
         --lang) lang="$2"; shift 2 ;;
         --vocab-size) vocab_size="$2"; shift 2 ;;

@@ -568,6 +568,49 @@ def pretrained_bert2d(pieces_bpe, tmp_path_factory) -> Path:
     return built_once(tmp_path_factory, "pretrained-bert2d", train) / "checkpoint_last.pt"
 
 
+# The German path (tests/german_text.py: seeded German sentences, no Zemberek): running text for
+# `prepare-mlm --lang de` and NER data in the converted CoNLL form that `fairseq-struct datasets
+# fetch germeval2014` writes; a pretraining of the same tiny BERT2D as `pretrained_bert2d`.
+GERMAN_NER_SENTENCES = {"train": 150, "valid": 40, "test": 40}
+
+
+@pytest.fixture(scope="session")
+def german_text(tmp_path_factory) -> Path:
+    """train.txt (400 sentences, documents of 5) and valid.txt (50) of German running text;
+    train.conll, valid.conll and test.conll of German NER (`token<TAB>tag`, IOB2 PER, LOC, ORG,
+    LOCderiv), each split from a seed of its own."""
+
+    def write(root: Path) -> None:
+        from german_text import write_conll, write_raw_text
+
+        write_raw_text(root / "train.txt", 400, seed=1)
+        write_raw_text(root / "valid.txt", 50, seed=2)
+        for seed, (split, count) in enumerate(GERMAN_NER_SENTENCES.items(), start=3):
+            write_conll(root / f"{split}.conll", count, seed=seed)
+
+    return built_once(tmp_path_factory, "german-text", write)
+
+
+@pytest.fixture(scope="session")
+def german_pieces(german_text, tmp_path_factory) -> Path:
+    options = ("--units", "pieces", "--mode", "bpe", "--lang", "de", "--vocab-size", "400")
+    return _prepared_mlm(tmp_path_factory, german_text, "german-pieces", *options)
+
+
+@pytest.fixture(scope="session")
+def pretrained_german_bert2d(german_pieces, tmp_path_factory) -> Path:
+    def train(save_dir: Path) -> None:
+        run_tool(
+            [
+                venv_tool("fairseq-train"),
+                *tiny_mlm_train_args(german_pieces, save_dir, 30, "--arch", "bert2d_tiny"),
+            ],
+            cwd=save_dir,
+        )
+
+    return built_once(tmp_path_factory, "pretrained-german-bert2d", train) / "checkpoint_last.pt"
+
+
 @pytest.fixture(scope="session")
 def tiny_hf_models(tmp_path_factory) -> Path:
     """Tiny random Hugging Face models of every class the importer takes (vocabularies trained

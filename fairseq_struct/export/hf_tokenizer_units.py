@@ -79,10 +79,13 @@ def _tokenizer(units_dir: Path) -> Any:
             str(units_dir / HF_TOKENIZER_DIR), local_files_only=True
         )
     report = json.loads((units_dir / PRETRAINING_REPORT).read_text("utf-8"))
-    lowercase = bool(report.get("wordpiece", {}).get("lowercase", False))
+    settings = report.get("wordpiece", {})
+    lowercase = bool(settings.get("lowercase", False))
     return BertTokenizer(
         vocab=str(units_dir / PRETRAINING_REPORT.parent / BERT_VOCABULARY_FILE),  # text/
         do_lower_case=lowercase,
+        # as prepare-mlm trained it (German keeps its umlauts); older reports: BERT's rule
+        strip_accents=bool(settings.get("strip_accents", lowercase)),
     )
 
 

@@ -82,6 +82,10 @@ WORDPIECE_SPECIALS = {
     "sep_token": "[SEP]",
     "mask_token": "[MASK]",
 }
+# Languages whose uncased WordPiece vocabulary keeps accents (--lowercase): stripping German's
+# umlauts merges words (schön/schon, möchten/mochten, zählen/zahlen), so German uncased
+# encoders that keep them (German-NLP-Group's ELECTRA) do; BERT's uncased vocabularies strip.
+ACCENTED_LANGUAGES = ("de",)
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -94,12 +98,34 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument(
         "--lowercase",
         action="store_true",
-        help="wordpiece: an uncased vocabulary (lowercased, accents stripped)",
+        help="wordpiece: an uncased vocabulary (lowercased; accents stripped as BERT's uncased "
+        "vocabularies do, except for German: see --keep-accents)",
+    )
+    accents = parser.add_mutually_exclusive_group()
+    accents.add_argument(
+        "--keep-accents",
+        dest="strip_accents",
+        action="store_false",
+        default=None,
+        help="wordpiece --lowercase: keep accents and umlauts (default for --lang "
+        f"{' and '.join(ACCENTED_LANGUAGES)}: stripping them merges words, schön and schon)",
+    )
+    accents.add_argument(
+        "--strip-accents",
+        dest="strip_accents",
+        action="store_true",
+        help="wordpiece --lowercase: strip accents, umlauts too (BERT's uncased vocabularies; "
+        "the default for every other language)",
     )
     parser.add_argument(
         "--mode", choices=("bpe", "morph"), default="bpe", help="pieces: segment morphemes first?"
     )
-    parser.add_argument("--lang", default="tr", help="language of the text (tr, iu, ...)")
+    parser.add_argument(
+        "--lang",
+        default="tr",
+        help="language of the text: tr (Zemberek) or iu (Morfessor) for --mode morph; any "
+        "language (de, ...) for bpe pieces, wordpiece and words (Moses' rules for it)",
+    )
     parser.add_argument("--vocab-size", type=int, default=8000)
     parser.add_argument("--model-type", choices=MODEL_TYPES, default="unigram")
     parser.add_argument("--spm-model", type=Path, help="reuse this SentencePiece model")
@@ -111,7 +137,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if args.mode == "morph" and args.units == "wordpiece":
         parser.error("--mode morph segments for SentencePiece pieces; wordpiece takes none")
     if args.mode == "morph" and args.lang not in SEGMENTED_LANGUAGES:
-        parser.error(f"--mode morph has segmenters for {SEGMENTED_LANGUAGES}, not {args.lang!r}")
+        parser.error(
+            f"--mode morph has morphological segmenters for {' and '.join(SEGMENTED_LANGUAGES)} "
+            f"only, none for {args.lang!r}: use --mode bpe (SentencePiece pieces, the default), "
+            "--units wordpiece or --units words"
+        )
+    if args.strip_accents is not None and not (args.units == "wordpiece" and args.lowercase):
+        parser.error("--keep-accents and --strip-accents go with --units wordpiece --lowercase")
+    if args.strip_accents is None:  # what an uncased vocabulary of the language does
+        args.strip_accents = args.lowercase and args.lang not in ACCENTED_LANGUAGES
     return args
 
 
@@ -312,9 +346,7 @@ def _wordpiece_vocabulary(
     of the report and the special tokens' fairseq names."""
     from tokenizers import BertWordPieceTokenizer
 
-    trainer = BertWordPieceTokenizer(
-        lowercase=args.lowercase, strip_accents=None if args.lowercase else False
-    )
+    trainer = BertWordPieceTokenizer(lowercase=args.lowercase, strip_accents=args.strip_accents)
     trainer.train_from_iterator(
         _sentences(train_chunks),
         vocab_size=args.vocab_size,
@@ -333,6 +365,7 @@ def _wordpiece_vocabulary(
         "tokenizer": str(args.out_dir / TOKENIZER_FILE),
         "vocab_size": len(vocabulary),
         "lowercase": args.lowercase,
+        "strip_accents": args.strip_accents,
     }
     return settings, mapping.special_names
 
