@@ -234,7 +234,7 @@ def convert_sentiment_csv(dataset: DataSet, files: Mapping[str, Path], out: Path
                 text = " ".join(text.splitlines())
             classes[names[label]].append(text)
         by_split[split] = {name: texts for name, texts in classes.items() if texts}
-        report[split] = {"source": filename, **dict(counts)}
+        report[split] = {"source": filename, **dict(counts), **_repeats(by_split, split)}
     fraction = options.get("valid_fraction")
     if fraction and "valid" not in by_split:
         by_split["train"], by_split["valid"] = _carve(by_split["train"], fraction, rng)
@@ -249,6 +249,16 @@ def convert_sentiment_csv(dataset: DataSet, files: Mapping[str, Path], out: Path
             atomic_write_lines(out / f"{split}.{name}", texts)
         report[split]["written"] = {name: len(texts) for name, texts in classes.items()}
     return {split: report[split] for split in ("train", "valid", "test") if split in report}
+
+
+def _repeats(by_split: Dict[str, Dict[str, List[str]]], split: str) -> Dict[str, int]:
+    """Texts kept as published though they repeat: within the split, and (test) from train."""
+    texts = [text for texts in by_split[split].values() for text in texts]
+    counts = {"repeated texts kept": len(texts) - len(set(texts))}
+    if split != "train" and "train" in by_split:
+        train = {text for texts in by_split["train"].values() for text in texts}
+        counts["texts also in train kept"] = len(set(texts) & train)
+    return counts
 
 
 def _carve(

@@ -239,6 +239,8 @@ def test_sentiment_paper_preprocessing_from_a_local_copy(tmp_path):
     assert sentiment_lines(directory, "test", "positive") == ["harika, teşekkürler", "güzel"]
     assert report["splits"]["train"]["dropped Notr"] == 2
     assert report["splits"]["train"]["line breaks inside a text replaced by spaces"] == 1
+    assert report["splits"]["train"]["repeated texts kept"] == 0
+    assert report["splits"]["test"]["texts also in train kept"] == 0
     examples, _ = readers.read_classification(sorted(directory.glob("train.*")))
     assert len(examples) == 2 * len(train["positive"])
 
@@ -300,6 +302,20 @@ def test_a_failed_hub_download_names_the_dataset_and_file(tmp_path, monkeypatch)
         "https://huggingface.co/datasets/winvoker/turkish-sentiment-analysis-dataset "
         "(train.csv at revision main): ConnectionError: no route to host"
     )
+
+
+def test_repeated_texts_are_kept_and_counted(tmp_path):
+    local = tmp_path / "copy"
+    local.mkdir()
+    rows = ["iyi,Positive,x", "iyi,Positive,x", "kötü,Negative,x", "fena,Negative,x"]
+    (local / "train.csv").write_text("text,label,dataset\n" + "\n".join(rows) + "\n")
+    (local / "test.csv").write_text("text,label,dataset\nkötü,Negative,x\nhoş,Positive,x\n")
+    dataset = dataclasses.replace(DATASETS["turkish-sentiment-3class"], expected={})
+    dataset = dataclasses.replace(dataset, options={**dataset.options, "valid_fraction": 0})
+    report = fetch(dataset, tmp_path / "out", local=local)
+    assert report["splits"]["train"]["repeated texts kept"] == 1
+    assert report["splits"]["test"]["texts also in train kept"] == 1
+    assert sentiment_lines(tmp_path / "out" / dataset.name, "train", "positive") == ["iyi", "iyi"]
 
 
 def test_a_label_the_catalogue_does_not_know_names_the_row(tmp_path):
