@@ -612,6 +612,24 @@ def pretrained_german_bert2d(german_pieces, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def german_ner_data(german_pieces, german_text, tmp_path_factory) -> Path:
+    """The German NER fixture prepared for fine-tuning in the German pieces
+    (`fairseq-struct prepare-downstream ner`)."""
+
+    def prepare(out: Path) -> None:
+        run_tool(
+            [venv_tool("python"), "-m", "fairseq_struct.__main__", "prepare-downstream", "ner",
+             "--pretraining-data", str(german_pieces),
+             *(arg for split in GERMAN_NER_SENTENCES
+               for arg in (f"--{split}", str(german_text / f"{split}.conll"))),
+             "--max-positions", "48", "--out-dir", str(out / "data")],
+            cwd=out,
+        )  # fmt: skip
+
+    return built_once(tmp_path_factory, "german-ner-data", prepare) / "data"
+
+
+@pytest.fixture(scope="session")
 def tiny_hf_models(tmp_path_factory) -> Path:
     """Tiny random Hugging Face models of every class the importer takes (vocabularies trained
     on ../shared/data's Turkish text) and their imports: hf/NAME and imported/NAME."""

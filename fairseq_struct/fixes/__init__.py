@@ -15,6 +15,7 @@ from fairseq_struct.fixes import multi_tensor_master_weights  # noqa: F401
 from fairseq_struct.fixes import multiprocess_training  # noqa: F401
 from fairseq_struct.fixes import numpy_compat  # noqa: F401
 from fairseq_struct.fixes import overflow_without_cuda  # noqa: F401
+from fairseq_struct.fixes import quiet_warnings  # noqa: F401
 from fairseq_struct.fixes.stock_update import (
     log_active_repairs,
     restore_stock_updates,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 import pytest
-from conftest import GERMAN_NER_SENTENCES, built_once, run_script, run_tool, venv_tool
+from conftest import GERMAN_NER_SENTENCES, run_script, run_tool, venv_tool
 from seqeval.metrics import f1_score
 from seqeval.scheme import IOB2
 
@@ -31,19 +31,6 @@ SCORE_KEYS = {
 def front_door(*args: str, cwd: Path) -> None:
     """`fairseq-struct ARGS` (as `python -m fairseq_struct`, forked from the preloaded server)."""
     run_tool([venv_tool("python"), "-m", "fairseq_struct.__main__", *args], cwd=cwd)
-
-
-@pytest.fixture(scope="module")
-def german_ner_data(german_pieces, german_text, tmp_path_factory) -> Path:
-    def prepare(out: Path) -> None:
-        front_door(
-            "prepare-downstream", "ner", "--pretraining-data", str(german_pieces),
-            *(arg for split in GERMAN_NER_SENTENCES
-              for arg in (f"--{split}", str(german_text / f"{split}.conll"))),
-            "--max-positions", "48", "--out-dir", str(out / "data"), cwd=out,
-        )  # fmt: skip
-
-    return built_once(tmp_path_factory, "german-ner-data", prepare) / "data"
 
 
 def _conll_tags(path: Path) -> List[List[str]]:
