@@ -98,6 +98,11 @@ GROUPS: Dict[str, List[Tuple[str, str, str]]] = {
             "predict and score with a fine-tuned checkpoint",
         ),
         (
+            "model-only",
+            "fairseq_struct.model_checkpoint",
+            "a checkpoint's model without its optimizer state",
+        ),
+        (
             "seeds",
             "fairseq_struct.downstream.seeds",
             "fine-tune over several seeds: mean and deviation",

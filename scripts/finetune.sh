@@ -3,7 +3,7 @@
 # fairseq-train (fairseq's RoBERTa recipe: --restore-file ... --reset-optimizer
 # --reset-dataloader --reset-meters; Adam, polynomial decay with 6% warm-up), or train the same
 # architecture from scratch (--scratch) as the baseline. The architecture and every structure
-# option are read from the pretraining checkpoint (python -m fairseq_struct.downstream.encoder_options).
+# option are read from the pretraining checkpoint (fairseq-struct encoder-options).
 # Defaults are Table 2 of the BERT2D paper (Kaya & Tantuğ): batch 16 / 10 epochs / lr 5e-5 for
 # NER and POS, 64 / 20 / 3e-5 for QA, 64 / 3 / 3e-5 for sentiment.
 set -euo pipefail
@@ -14,12 +14,13 @@ usage() {
     cat <<EOF
 usage: $(basename "$0") --data DIR --pretrained CHECKPOINT --save-dir DIR [options] [-- fairseq-train options]
 
-  --data DIR            output of python -m fairseq_struct.downstream.prepare (its task is read
+  --data DIR            output of fairseq-struct prepare-downstream (its task is read
                         from DIR/finetune.json: sentiment, ner, pos or qa)
   --pretrained PATH     a pretraining checkpoint (roberta, bert2d or bert_elmo of the project),
-                        or the directory of an imported model (python -m fairseq_struct.hf_import)
+                        or the directory of an imported model (fairseq-struct import-hf)
   --save-dir DIR        where fine-tuned checkpoints go (checkpoint_best.pt: best validation
-                        F1 for ner, sentiment and qa; accuracy for pos)
+                        F1 for ner, sentiment and qa; accuracy for pos; model_best.pt: its
+                        model without Adam's state, to predict and export with)
 options:
   --scratch             same architecture, randomly initialised (the from-scratch baseline)
   --head H              ner/pos: softmax (default), cse, lcrf, lcrf_ner
@@ -73,7 +74,8 @@ export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 
 read -r task items max_positions < <("$python" - "$data/finetune.json" <<'EOF'
 import json, sys
-report = json.load(open(sys.argv[1], encoding="utf-8"))
+with open(sys.argv[1], encoding="utf-8") as file:
+    report = json.load(file)
 train = report["splits"]["train"]
 print(report["task"], train.get("windows", train.get("items")), report["max_positions"])
 EOF
@@ -111,6 +113,7 @@ if [[ "$scratch" == 0 ]]; then
     restore=(--restore-file "$pretrained" --reset-optimizer --reset-dataloader --reset-meters)
 fi
 
+rm -f "$save_dir/model_best.pt"  # written below from this run's checkpoint_best.pt
 set -x
 "$train" "$data" --user-dir "$root/fairseq_struct" "${task_args[@]}" "${encoder[@]}" \
     --max-positions "$max_positions" "${restore[@]}" \
@@ -121,3 +124,9 @@ set -x
     --save-dir "$save_dir" --no-epoch-checkpoints --no-last-checkpoints \
     --tensorboard-logdir "$save_dir/tensorboard" \
     --num-workers 0 "${cpu[@]}" "${extra[@]}"
+# The model without Adam's state, a third of checkpoint_best.pt: the file to predict, export and
+# share (docs/finetuning.md); checkpoint_best.pt keeps the state to resume training from.
+if [[ -f "$save_dir/checkpoint_best.pt" ]]; then
+    "$python" -m fairseq_struct.model_checkpoint "$save_dir/checkpoint_best.pt" \
+        --output "$save_dir/model_best.pt"
+fi

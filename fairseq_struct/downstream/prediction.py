@@ -26,20 +26,15 @@ SENTENCE_HEAD = "sentence_classification_head"
 
 
 def load(checkpoint: Path, data: Optional[str]) -> Tuple[Any, Any, Dict[str, Any]]:
-    """The fine-tuned model (eval mode), its task and the data directory's finetune.json."""
-    from fairseq import checkpoint_utils
-
-    import fairseq_struct
-
-    fairseq_struct.register()  # the tasks, models and safe globals a checkpoint names
+    """The fine-tuned model (eval mode), its task and the data directory's finetune.json. The
+    checkpoint's optimizer state is never read (`model_checkpoint.load_model`)."""
+    from fairseq_struct.model_checkpoint import load_model
 
     overrides = {"data": data} if data else {}
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
-        [str(checkpoint)], arg_overrides=overrides
-    )
+    model, cfg, task = load_model(str(checkpoint), overrides)
     report_path = Path(cfg.task.data) / "finetune.json"
     report = json.loads(report_path.read_text(encoding="utf-8"))
-    return models[0].eval(), task, report
+    return model.eval(), task, report
 
 
 def add_unseen_words(model: Any, dictionary: Any, texts: Sequence[Sequence[Sequence[str]]]) -> int:

@@ -88,24 +88,21 @@ class FairseqCheckpoint:
 
 def load_checkpoint(path: Path, data: Optional[str] = None) -> FairseqCheckpoint:
     """The checkpoint's model (eval mode, CPU), its cfg and its task (whose data directory gives
-    the dictionary: the checkpoint's own, or `data`)."""
-    from fairseq import checkpoint_utils
-
-    import fairseq_struct
-
-    fairseq_struct.register()  # the models, tasks and safe globals a checkpoint names
+    the dictionary: the checkpoint's own, or `data`). The checkpoint's optimizer state is never
+    read (`model_checkpoint.load_model`)."""
+    from fairseq_struct.model_checkpoint import load_model
 
     overrides = {"data": data} if data else {}
+    if not path.is_file():  # not the dictionary's error below
+        raise FileNotFoundError(f"{path}: no such checkpoint file")
     try:
-        models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
-            [str(path)], arg_overrides=overrides
-        )
+        model, cfg, task = load_model(str(path), overrides)
     except FileNotFoundError as error:
         raise FileNotFoundError(
             f"{path}: {error} (the dictionary comes from the checkpoint's data directory: "
             "pass --data DIR where it moved)"
         ) from error
-    return FairseqCheckpoint(path, models[0].eval(), cfg, task)
+    return FairseqCheckpoint(path, model.eval(), cfg, task)
 
 
 def finetune_report(checkpoint: FairseqCheckpoint) -> Dict[str, Any]:
