@@ -8,7 +8,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import REPO_ROOT, python_stand_in, run_benchmark
+from conftest import REPO_ROOT, SHARED_DATA, python_stand_in, run_benchmark
 
 TINY = ["--layers", "1", "--embed-dim", "64", "--repeats", "1", "--warmup-steps", "1"]
 
@@ -419,3 +419,50 @@ def test_hf_import_benchmark_line_is_consistent():
         figures["transformers_load_s"], (3, 2, 2),
     )  # fmt: skip
     assert figures["meets_rss_goal"] == (figures["rss_ratio_to_weights"] <= figures["rss_goal"])
+
+
+def test_finetune_vs_transformers_benchmark_line_is_consistent():
+    """bench_finetune_vs_transformers.py --tiny: both sides trained on the same batches of real
+    IMST sentences (the checks: the plugin's logged tokens and sentences per update, transformers'
+    tokens, sentences and padded sizes, and the learning rates), and a consistent line."""
+    if not (SHARED_DATA / "ud-tr-imst" / "tr_imst-ud-train.conllu").exists():
+        pytest.skip(f"needs the UD IMST files of {SHARED_DATA}")
+    (figures,) = run_benchmark("bench_finetune_vs_transformers.py", "--tiny")
+    assert (figures["benchmark"], figures["tiny"]) == ("finetune_vs_transformers", True)
+    model = figures["model"]
+    assert (model["layers"], model["hidden_size"], model["vocab_size"]) == (2, 128, 2000)
+    assert 0 < model["learned_pieces"] <= 2000
+    window = figures["window"]
+    assert (figures["updates"], window["from_update"], window["to_update"]) == (5, 1, 5)
+    assert window["updates"] == 4 and 0 < window["real_tokens"] < window["padded_tokens"]
+    assert figures["checks"] == {
+        "plugin_batches_as_planned": True,
+        "transformers_batches_as_planned": True,
+        "lr_schedules_match": True,
+    }
+    keys = {
+        "startup": "startup_s",
+        "cpu_per_token": "cpu_s_per_token",
+        "train_peak_rss": "train_peak_rss_mib",
+        "predict_peak_rss": "predict_peak_rss_mib",
+    }
+    padding = round(1 - window["real_tokens"] / window["padded_tokens"], 4)
+    for side in ("plugin", "transformers"):
+        figures_of = figures[side]
+        assert all(figures_of[key] > 0 for key in keys.values()), figures_of
+        assert (figures_of["window_tokens"], figures_of["padding_share"]) == (
+            window["real_tokens"], padding,
+        )  # fmt: skip
+        assert_quotient(
+            figures_of["cpu_s_per_token"], figures_of["window_cpu_s"], window["real_tokens"],
+            (9, 3, 0),
+        )  # fmt: skip
+        assert figures_of["train_s"] > figures_of["startup_s"]
+        assert 0 <= figures_of["test_accuracy"][0] <= 100
+    for name, key in keys.items():
+        ratio = figures["ratios"][name]
+        assert ratio == round(figures["plugin"][key] / figures["transformers"][key], 4)
+        assert figures["meets_goal"][name] == (ratio <= figures["goals"][name])
+    assert figures["goals"] == {
+        "startup": 1.5, "cpu_per_token": 1.0, "predict_peak_rss": 1.1, "train_peak_rss": 1.0
+    }  # fmt: skip
