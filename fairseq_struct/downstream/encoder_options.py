@@ -1,6 +1,6 @@
 """The `fairseq-train` options that rebuild a pretrained encoder, read from its checkpoint.
 
-    python -m fairseq_struct.downstream.encoder_options checkpoints/bert2d/checkpoint_best.pt
+    fairseq-struct encoder-options checkpoints/bert2d/checkpoint_best.pt
     --arch bert2d_tiny --encoder-layers 2 --encoder-embed-dim 128 ... --relative-positions 16
 
 `--restore-file` loads weights into the model the command line builds, so fine-tuning
@@ -28,6 +28,7 @@ ENCODER_OPTIONS = (
     "untie_weights_roberta",
     "encoder_normalize_before",
     "position_embedding",
+    "max_word_positions",
     "max_intermediate_subwords",
     "subword_id_strategy",
     "num_segments",

@@ -1,6 +1,6 @@
 """Export a checkpoint of the project to a Hugging Face `transformers` model directory.
 
-    python -m fairseq_struct.export.hf checkpoints/bert2d/checkpoint_best.pt hf/bert2d
+    fairseq-struct export-hf checkpoints/bert2d/checkpoint_best.pt hf/bert2d
 
 Which checkpoints export, what OUT_DIR holds, the parity check run before writing and how to
 load the result: docs/export.md.

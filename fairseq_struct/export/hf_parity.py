@@ -38,6 +38,16 @@ def check_inputs(dictionary: Any, max_positions: int, seed: int = 0) -> Tensor:
     return rows
 
 
+def check_positions(checkpoint: FairseqCheckpoint) -> int:
+    """The most tokens a row of `check_inputs` may have: what the model takes, and no more than
+    its position table has rows (BERT2D's word table may be shorter than the sequences it takes,
+    and any token of a random row may begin a word)."""
+    limit = int(checkpoint.model.encoder.max_positions())
+    positions = getattr(checkpoint.sentence_encoder, "embed_positions", None)
+    table = getattr(getattr(positions, "embedding", None), "positions", None)
+    return min(limit, table.num_embeddings) if table is not None else limit
+
+
 @torch.no_grad()
 def fairseq_outputs(checkpoint: FairseqCheckpoint, tokens: Tensor) -> Tuple[Tensor, Tensor]:
     """(last hidden states (B, T, C), head outputs) of the fairseq model, in eval mode."""
@@ -66,7 +76,7 @@ def parity_check(
     """The largest differences between fairseq and the export on `check_inputs` (real tokens
     only: transformers' Roberta does not zero the padding rows as fairseq does); raises
     ExportMismatch above `tolerance`."""
-    tokens = check_inputs(checkpoint.dictionary, checkpoint.model.encoder.max_positions())
+    tokens = check_inputs(checkpoint.dictionary, check_positions(checkpoint))
     expected_hidden, expected_logits = fairseq_outputs(checkpoint, tokens)
     hidden, logits = hf_outputs(export.model, tokens, checkpoint.dictionary.pad())
     real = tokens.ne(checkpoint.dictionary.pad())

@@ -25,7 +25,12 @@ from fairseq_struct.export.hf_checkpoint import (
     pretraining_directory,
 )
 from fairseq_struct.export.hf_model import build_hf_model
-from fairseq_struct.export.hf_parity import check_inputs, checked, fairseq_outputs
+from fairseq_struct.export.hf_parity import (
+    check_inputs,
+    check_positions,
+    checked,
+    fairseq_outputs,
+)
 from fairseq_struct.hf_import.directory import HF_TOKENIZER_DIR
 from fairseq_struct.hf_import.layouts import ACTIVATIONS as IMPORTED_ACTIVATIONS
 from fairseq_struct.hf_import.layouts import ENCODER, LAYER_WEIGHTS
@@ -139,9 +144,9 @@ def build_tokenizer_units_model(checkpoint: FairseqCheckpoint, units_dir: Path) 
 def _exported_code_model(
     checkpoint: FairseqCheckpoint, tokenizer: Any, hf_ids: Tensor
 ) -> TokenizerExport:
-    """The project's exported code (BERT2D, ...) with its symbol rows in the tokenizer's order.
-    The model takes no token types (its segments follow the first [SEP]), so the saved
-    tokenizer does not produce them."""
+    """The project's exported code (BERT2D, ...) with its symbol rows in the tokenizer's order,
+    beside the stock tokenizer as it is: the model takes the token types it returns (segment 1
+    after the first [SEP], the model's own rule)."""
     hf_export = build_hf_model(checkpoint)
     model = hf_export.model
     inverse = torch.empty_like(hf_ids)
@@ -157,8 +162,6 @@ def _exported_code_model(
         fairseq_id = getattr(model.config, name, None)
         if fairseq_id is not None:
             setattr(model.config, name, int(hf_ids[fairseq_id]))
-    tokenizer.model_input_names = ["input_ids", "attention_mask"]
-    tokenizer.init_kwargs["model_input_names"] = tokenizer.model_input_names
     return TokenizerExport(model.eval(), tokenizer, hf_ids, native=False)
 
 
@@ -290,12 +293,14 @@ def tokenizer_parity_check(
 ) -> Dict[str, float]:
     """fairseq and the exported model on the same batch (each in its own ids); raises
     `hf_parity.ExportMismatch` above `tolerance`."""
-    tokens = check_inputs(checkpoint.dictionary, checkpoint.model.encoder.max_positions())
+    tokens = check_inputs(checkpoint.dictionary, check_positions(checkpoint))
     expected_hidden, expected_logits = fairseq_outputs(checkpoint, tokens)
     hf_tokens = export.hf_ids[tokens]
     real = tokens.ne(checkpoint.dictionary.pad())
     inputs = dict(input_ids=hf_tokens, attention_mask=real.long())
-    if getattr(export.model.config, "type_vocab_size", 1) > 1:  # BERT's: 1 after the first [SEP]
+    # As the stock tokenizer returns them: 1 after the first [SEP], 0 on padding (BERT's table;
+    # the exported code's own rule). A BERT without a second type row takes none.
+    if getattr(export.model.config, "type_vocab_size", 2) > 1:
         is_eos = tokens.eq(checkpoint.dictionary.eos()).long()
         inputs["token_type_ids"] = ((is_eos.cumsum(dim=1) - is_eos) > 0).long() * real.long()
     hidden = export.model.base_model(**inputs).last_hidden_state

@@ -1,7 +1,7 @@
 """Import a published Hugging Face encoder (BERTurk, mBERT, XLM-R, the authors' BERT2D) as a
 checkpoint of the plugin, with its dictionary and tokenizer.
 
-    python -m fairseq_struct.hf_import dbmdz/bert-base-turkish-cased imported/berturk
+    fairseq-struct import-hf dbmdz/bert-base-turkish-cased imported/berturk
 
 SOURCE is a model directory (no network is used) or a hub id, fetched once into the Hugging Face
 cache. OUT_DIR, written whole or not at all, serves every encoder command of the plugin where a

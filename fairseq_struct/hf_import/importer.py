@@ -12,9 +12,19 @@ from unittest.mock import patch
 
 from fairseq_struct.corpus_io import staged_directory
 from fairseq_struct.hf_import.directory import CHECKPOINT_FILE, HF_TOKENIZER_DIR, REPORT_FILE
-from fairseq_struct.hf_import.layouts import FairseqLayout, fairseq_layout, model_kind
+from fairseq_struct.hf_import.layouts import (
+    FairseqLayout,
+    bert2d_token_limit,
+    fairseq_layout,
+    model_kind,
+)
 from fairseq_struct.hf_import.source import ImportFailure, load_weights, open_source
-from fairseq_struct.hf_import.vocabulary import load_tokenizer, word_start_convention
+from fairseq_struct.hf_import.vocabulary import (
+    describe_disagreement,
+    load_tokenizer,
+    vocabulary_files_disagreement,
+    word_start_convention,
+)
 from fairseq_struct.pieces.hf_tokenizer import (
     TOKENIZER_FILE,
     map_vocabulary,
@@ -128,6 +138,11 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
     weights = load_weights(source.directory)
     kind = model_kind(source, set(weights))
     tokenizer = load_tokenizer(source, kind)
+    disagreement = vocabulary_files_disagreement(source.directory, tokenizer)
+    if disagreement is not None:
+        message = describe_disagreement(source.directory, disagreement)
+        logger.warning(message)
+        warnings.warn(message, UserWarning, stacklevel=2)
     embedding_key = next(
         (key for key in weights if key.endswith("embeddings.word_embeddings.weight")), None
     )
@@ -149,11 +164,19 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
         _tokenizer_config(source.directory),
     )
     del weights
-    # Tokens per sequence: at most BERT's 512, and no more than the position table has rows
-    # (BERT2D: a sequence has no more words than tokens), so --max-positions can be both.
-    tokens = min(
-        int(source.config.get("max_position_embeddings", 512)), 512, layout.options["max_positions"]
-    )
+    token_limit_source = "the position table"
+    if kind == "bert2d":
+        # The source's own limit in tokens: its word table (--max-word-positions) bounds the
+        # words of a sequence, which has more tokens than words.
+        tokens, token_limit_source = bert2d_token_limit(source, tokenizer)
+        layout.options["max_positions"] = tokens
+    else:
+        # Tokens per sequence: at most BERT's 512, and no more than the position table has rows.
+        tokens = min(
+            int(source.config.get("max_position_embeddings", 512)),
+            512,
+            layout.options["max_positions"],
+        )
     report = {
         "source": source_name,
         "source_directory": str(source.directory.resolve()),
@@ -167,6 +190,8 @@ def import_model(source_name: str, out_dir: Path, lang: str = "tr") -> Dict[str,
         "special_tokens": mapping.special_names,
         "vocabulary": len(mapping.symbols),
         "tokens_per_sample": tokens,
+        "tokens_per_sample_from": token_limit_source,
+        "vocabulary_files_disagree": disagreement,
         "sentence_pair_head": layout.has_sentence_pair_head,
         "pooler": layout.has_pooler,
         "notes": layout.notes,

@@ -3,7 +3,7 @@
 for: one the layout does not place, or one it needs and the checkpoint lacks, stops the import."""
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import torch
 from torch import Tensor
@@ -170,6 +170,27 @@ def bert2d_subword_strategy(source: HFSource, tokenizer_config: Dict[str, Any]) 
     return strategy
 
 
+# The token limit of BERT's config when its config.json names none (transformers' default).
+BERT_DEFAULT_TOKENS = 512
+# transformers' model_max_length of a tokenizer that names no limit (VERY_LARGE_INTEGER, 1e30).
+UNLIMITED = 10**12
+
+
+def bert2d_token_limit(source: HFSource, tokenizer: Any) -> Tuple[int, str]:
+    """The most tokens a sequence of the published BERT2D may have, and where that was read: its
+    config's `max_position_embeddings` (the token-level tables that transformers' BERT-derived
+    model sizes by it and enforces), else the tokenizer's `model_max_length` (where it names
+    one), else BertConfig's default, 512. Not the word table's rows: a sequence has more tokens
+    than words."""
+    configured = source.config.get("max_position_embeddings")
+    if configured is not None:
+        return int(configured), "config.json max_position_embeddings"
+    length = getattr(tokenizer, "model_max_length", None)
+    if isinstance(length, int) and 0 < length < UNLIMITED:
+        return length, "the tokenizer's model_max_length"
+    return BERT_DEFAULT_TOKENS, "BertConfig's default (no limit named by config or tokenizer)"
+
+
 def fairseq_layout(
     source: HFSource,
     kind: str,
@@ -215,7 +236,10 @@ def fairseq_layout(
         state[ENCODER + "embed_positions.embedding.subword_positions.weight"] = subwords
         options.update(
             position_embedding="2d",
+            # Rows of the word table; the import sets --max-positions, the tokens of a sequence
+            # (`bert2d_token_limit`), which are more than its words.
             max_positions=words.shape[0],
+            max_word_positions=words.shape[0],
             max_intermediate_subwords=subwords.shape[0] - 2,
             subword_id_strategy=bert2d_subword_strategy(source, tokenizer_config),
             restart_word_positions=True,

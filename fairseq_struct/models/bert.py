@@ -1,5 +1,5 @@
 """BERT as Google published it (`--arch bert`): the encoder that BERTurk, mBERT and XLM-R become
-when imported (`python -m fairseq_struct.hf_import`). The structure-aware encoder with BERT's
+when imported (`fairseq-struct import-hf`). The structure-aware encoder with BERT's
 embedding: token + 1D position (from 0) + token type embeddings and a layer norm of epsilon 1e-12,
 where fairseq's `roberta` counts positions from padding_idx + 1, has no token types and uses 1e-5.
 """

@@ -67,6 +67,8 @@ class EncoderStructureOptions:
             )
         if options.restart_word_positions and options.position_embedding != "2d":
             raise ValueError("--restart-word-positions needs --position-embedding 2d")
+        if safe_getattr(args, "max_word_positions", None) and options.position_embedding != "2d":
+            raise ValueError("--max-word-positions needs --position-embedding 2d")
         if options.position_embedding == "none" and not (
             options.relative_positions or options.whole_word_attention
         ):
@@ -77,17 +79,28 @@ class EncoderStructureOptions:
         return options
 
 
+def position_rows(args: Any) -> int:
+    """Rows of the absolute position table: one per token (1D), or per word (2D:
+    `--max-word-positions`, by default `--max-positions`, the tokens of a sequence)."""
+    if args.position_embedding == "2d" and safe_getattr(args, "max_word_positions", None):
+        return int(args.max_word_positions)
+    return args.max_positions
+
+
 class _PositionsFromContext(nn.Module):
     """fairseq's `embed_positions(src_tokens)` slot, answered from the batch's word structure."""
 
-    def __init__(self, embedding: StructuralPositionEmbedding, context: StructureContext) -> None:
+    def __init__(
+        self, embedding: StructuralPositionEmbedding, context: StructureContext, padding_idx: int
+    ) -> None:
         super().__init__()
         self.embedding = embedding
         self.context = context
         self.max_positions = embedding.max_positions
+        self.padding_idx = padding_idx
 
     def forward(self, src_tokens: Tensor) -> Tensor:
-        return self.embedding(self.context.get())
+        return self.embedding(self.context.get(), src_tokens.eq(self.padding_idx))
 
 
 class _WholeWordSelfAttention(nn.Module):
@@ -130,7 +143,7 @@ class StructTransformerEncoder(TransformerEncoder):
             self.embed_positions = _PositionsFromContext(
                 StructuralPositionEmbedding(
                     options.position_embedding,
-                    args.max_positions,
+                    position_rows(args),
                     embed_tokens.embedding_dim,
                     options.max_intermediate_subwords,
                     options.subword_id_strategy,
@@ -138,6 +151,7 @@ class StructTransformerEncoder(TransformerEncoder):
                     options.restart_word_positions,
                 ),
                 self.structure_context,
+                self.padding_idx,
             )
         self.max_source_positions = args.max_positions
 

@@ -91,6 +91,14 @@ class StructRobertaModel(RobertaModel):
             help="absolute positions: 1d (BERT), 2d (BERT2D: word + subword), none",
         )
         parser.add_argument(
+            "--max-word-positions",
+            type=int,
+            metavar="N",
+            help="BERT2D: rows of the word position table, when fewer than --max-positions "
+            "(the tokens of a sequence; default: as many); a sequence may have more tokens than "
+            "words",
+        )
+        parser.add_argument(
             "--max-intermediate-subwords",
             type=int,
             metavar="M",
@@ -199,6 +207,7 @@ def struct_encoder_defaults(args: Any) -> None:
     """Defaults of the structure options (a BERT with 1D positions and full attention)."""
     args.position_embedding = safe_getattr(args, "position_embedding", "1d")
     args.max_intermediate_subwords = safe_getattr(args, "max_intermediate_subwords", 3)
+    args.max_word_positions = safe_getattr(args, "max_word_positions", None)
     args.subword_id_strategy = safe_getattr(args, "subword_id_strategy", "uniform")
     args.num_segments = safe_getattr(args, "num_segments", 2)
     args.relative_positions = safe_getattr(args, "relative_positions", 0)

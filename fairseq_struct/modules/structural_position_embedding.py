@@ -95,12 +95,16 @@ class StructuralPositionEmbedding(nn.Module):
             if table is not None:
                 nn.init.normal_(table.weight, mean=0.0, std=0.02)  # BERT's initialisation
 
-    def position_ids(self, structure: WordStructure) -> Tensor:
-        """(batch, time) row of `positions` per token: the word index in 2d mode."""
+    def position_ids(self, structure: WordStructure, padding: Optional[Tensor] = None) -> Tensor:
+        """(batch, time) row of `positions` per token: the word index in 2d mode, 0 on
+        `padding` (True there), whose embeddings the encoder zeroes: padding tokens are words of
+        their own, so a padded row's last ones could lie beyond a word table shorter than the
+        batch (as the published BERT2D, which gives [PAD] word 0)."""
         if self.mode == "2d":
+            ids = structure.word_index
             if self.restart_words:
-                return restarted_word_index(structure.word_index, structure.segment_index)
-            return structure.word_index
+                ids = restarted_word_index(ids, structure.segment_index)
+            return ids if padding is None else ids.masked_fill(padding, 0)
         return torch.arange(
             structure.word_index.shape[1], device=structure.word_index.device
         ).expand_as(structure.word_index)
@@ -118,14 +122,16 @@ class StructuralPositionEmbedding(nn.Module):
         if highest >= self.max_positions:
             raise ValueError(
                 f"a sequence needs position {highest} but the model has "
-                f"{self.max_positions} positions (--max-positions / --tokens-per-sample)"
+                f"{self.max_positions} positions (--max-positions / --tokens-per-sample; 2d "
+                "mode: word positions, --max-word-positions where set)"
             )
 
-    def forward(self, structure: WordStructure) -> Tensor:
-        """(batch, time, embed_dim): the sum of the position (and segment) embeddings."""
+    def forward(self, structure: WordStructure, padding: Optional[Tensor] = None) -> Tensor:
+        """(batch, time, embed_dim): the sum of the position (and segment) embeddings;
+        `padding` (batch, time), True at padding tokens, if given."""
         terms = []
         if self.positions is not None:
-            ids = self.position_ids(structure)
+            ids = self.position_ids(structure, padding)
             self._check_positions(ids)
             terms.append(self.positions(ids))
         if self.subword_positions is not None:

@@ -239,6 +239,97 @@ def test_piece_tokenizer_gives_the_ids_of_the_binarized_data(
     assert encoded["input_ids"] == tokenizer("evlerde kaldı .")["input_ids"]
 
 
+def first_sep_segments(ids: torch.Tensor, eos: int) -> torch.Tensor:
+    """fairseq's segments: 0 up to and including the first </s>, 1 after (padding too)."""
+    is_eos = ids.eq(eos).long()
+    return ((is_eos.cumsum(dim=1) - is_eos) > 0).long()
+
+
+def test_bert2d_export_takes_token_type_ids(pretrained_bert2d, bert2d_export, pretraining_text):
+    """The types its tokenizer returns on request, and BERT's (0 on padding), give fairseq's
+    outputs; other types are used as given (segment 1's tokens read row 0 when given 0);
+    a type the segment table lacks is an error naming its position."""
+    import copy
+
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    model, task = load_fairseq(pretrained_bert2d)
+    pad, eos = task.source_dictionary.pad(), task.source_dictionary.eos()
+    tokenizer = AutoTokenizer.from_pretrained(bert2d_export, trust_remote_code=True)
+    assert tokenizer.create_token_type_ids_from_sequences([7, 8], [9]) == [0, 0, 0, 0, 1, 1]
+    assert tokenizer.create_token_type_ids_from_sequences([7, 8]) == [0, 0, 0, 0]
+    masked_lm = AutoModelForMaskedLM.from_pretrained(bert2d_export, trust_remote_code=True).eval()
+    assert masked_lm.config.num_segments == 2
+    lines = valid_lines(pretraining_text)
+    options = dict(padding=True, return_token_type_ids=True, return_tensors="pt")
+    batches = {
+        "single": tokenizer(lines[:6], **options),
+        "pairs": tokenizer(lines[:4], lines[4:], **options),
+    }
+    for kind, batch in batches.items():
+        ids = batch["input_ids"]
+        real = ids.ne(pad)
+        assert not bool(real.all()), "the batch must have padding"
+        rule = first_sep_segments(ids, eos)
+        assert torch.equal(batch["token_type_ids"][real], rule[real])
+        assert bool(rule[real].any()) == (kind == "pairs")  # padding: 1 after the </s>
+        with torch.no_grad():
+            features, _ = model(ids, features_only=True)
+            logits, _ = model(ids)
+            for types in (batch["token_type_ids"], rule * real.long()):  # ours, BERT's
+                out = masked_lm(**dict(batch, token_type_ids=types), output_hidden_states=True)
+                assert_close(out.hidden_states[-1], features, f"{kind}: hidden states")
+                assert_close(out.logits[real], logits[real], f"{kind}: masked-LM logits")
+
+    batch = batches["pairs"]
+    zeros = dict(batch, token_type_ids=torch.zeros_like(batch["token_type_ids"]))
+    same_rows = copy.deepcopy(masked_lm)
+    segments = same_rows.encoder.embed_positions.segments.weight
+    with torch.no_grad():
+        segments[1] = segments[0]
+        given = masked_lm(**zeros).logits
+        expected = same_rows(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
+        as_the_rule = masked_lm(**batch).logits
+    real = batch["attention_mask"].bool()
+    assert_close(given[real], expected.logits[real], "token types used as given")
+    assert float((given - as_the_rule)[real].abs().max()) > 1e-3
+
+    beyond = batch["token_type_ids"].clone()
+    beyond[1, 2], beyond[0, 3] = 2, 2
+    with pytest.raises(
+        ValueError, match=r"token_type_ids\[0, 3\] is 2 where this model's segment is 0"
+    ):
+        masked_lm(**dict(batch, token_type_ids=beyond))
+
+
+def test_a_bert2d_without_segments_takes_only_the_token_types_of_its_rule(
+    pieces_bpe, pretraining_text, tmp_path
+):
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    checkpoint = build_checkpoint(
+        tmp_path / "checkpoint.pt",
+        [str(pieces_bpe), *MLM_TASK, "--arch", "bert2d_tiny", "--num-segments", "0"],
+    )
+    out = export_dir(checkpoint, tmp_path / "hf")
+    model, task = load_fairseq(checkpoint)
+    tokenizer = AutoTokenizer.from_pretrained(out, trust_remote_code=True)
+    masked_lm = AutoModelForMaskedLM.from_pretrained(out, trust_remote_code=True).eval()
+    assert masked_lm.config.num_segments == 0
+    lines = valid_lines(pretraining_text)
+    batch = tokenizer(
+        lines[:4], lines[4:], padding=True, return_token_type_ids=True, return_tensors="pt"
+    )
+    real = batch["input_ids"].ne(task.source_dictionary.pad())
+    with torch.no_grad():
+        logits, _ = model(batch["input_ids"])
+        assert_close(masked_lm(**batch).logits[real], logits[real], "masked-LM logits")
+    zeros = dict(batch, token_type_ids=torch.zeros_like(batch["token_type_ids"]))
+    first = int(batch["input_ids"][0].eq(task.source_dictionary.eos()).nonzero()[0]) + 1
+    with pytest.raises(ValueError, match=rf"token_type_ids\[0, {first}\] is 0 .* has 0 rows"):
+        masked_lm(**zeros)
+
+
 @pytest.mark.parametrize(
     "options",
     [

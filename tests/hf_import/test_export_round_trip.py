@@ -80,8 +80,10 @@ def test_a_bert2d_import_exports_to_the_published_definition(tiny_hf_models, tmp
             original_tokenizer(short[:half], short[half:], **options),
         ),
     ):
-        assert "token_type_ids" not in batch  # segments follow the first [SEP]
-        assert torch.equal(batch["input_ids"], original_batch["input_ids"])
+        # The stock tokenizer's token types (1 after the first [SEP]) are taken as they are.
+        assert set(batch) == {"input_ids", "token_type_ids", "attention_mask"}
+        for name in batch:
+            assert torch.equal(batch[name], original_batch[name])
         expected, _, _ = bert2d_reference_outputs(reference, tables, original_tokenizer,
                                                   original_batch)  # fmt: skip
         with torch.no_grad():
@@ -89,3 +91,13 @@ def test_a_bert2d_import_exports_to_the_published_definition(tiny_hf_models, tmp
         mask = batch["attention_mask"].bool()
         assert (ours.hidden_states[-1] - expected.hidden_states[-1])[mask].abs().max() <= 1e-5
         assert (ours.logits - expected.prediction_logits)[mask].abs().max() <= 1e-5
+    # Token types other than the rule's are used as given, as the published BERT2D uses them:
+    # pairs all of type 0 give the original model's outputs for all-0 types.
+    zeros = dict(batch, token_type_ids=torch.zeros_like(batch["token_type_ids"]))
+    assert not torch.equal(zeros["token_type_ids"], batch["token_type_ids"])
+    expected, _, _ = bert2d_reference_outputs(reference, tables, original_tokenizer, zeros)
+    with torch.no_grad():
+        ours = exported(**zeros, output_hidden_states=True)
+        as_the_rule = exported(**batch).logits
+    assert (ours.logits - expected.prediction_logits)[mask].abs().max() <= 1e-5
+    assert (ours.logits - as_the_rule)[mask].abs().max() > 1e-3  # the types were used

@@ -103,7 +103,7 @@ def test_imported_bert2d_fine_tunes_on_imst_pos_and_learns(tiny_hf_models, tmp_p
     (tmp_path / "dev.conllu").write_text(_blocks(IMST / "tr_imst-ud-dev.conllu", 0, 150))
     _prepare("pos", imported, tmp_path / "train.conllu", tmp_path / "dev.conllu", tmp_path / "pos")
     report = json.loads((tmp_path / "pos" / "finetune.json").read_text())
-    assert report["units"] == "tokenizer" and report["max_positions"] == 48
+    assert report["units"] == "tokenizer" and report["max_positions"] == 64  # config.json's
     log = _finetune(tmp_path / "pos", imported, tmp_path / "ckpt", "--epochs", "6")
     assert f"Loaded checkpoint {imported / 'model.pt'}" in log
     assert "--restart-word-positions" in log  # the published BERT2D's word positions

@@ -10,7 +10,7 @@ weight put in the wrong place, a wrong epsilon or a wrong position offset shows 
 import io
 import json
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 from conftest import SHARED_DATA
@@ -120,9 +120,18 @@ def save_xlmr(out: Path, tokenizer, seed: int = 0) -> None:
     tokenizer.save_pretrained(str(out))
 
 
-def save_bert2d(out: Path, tokenizer, subword_rows: int, seed: int = 0, words: int = 48) -> None:
+def save_bert2d(
+    out: Path,
+    tokenizer,
+    subword_rows: int,
+    seed: int = 0,
+    words: int = 64,
+    tokens: Optional[int] = 64,
+) -> None:
     """The published BERT2D layout: a BertForPreTraining's weights under `bert2d.`, its 1D table
-    replaced by `whole_word_embeddings` and `subword_embeddings` (M + 2 rows)."""
+    replaced by `whole_word_embeddings` (`words` rows) and `subword_embeddings` (M + 2 rows); the
+    config's `max_position_embeddings` is the limit in tokens (`tokens`; None: not named), as
+    the published config has it (both tables 512 there)."""
     from safetensors.torch import save_file
     from transformers import BertConfig, BertForPreTraining
 
@@ -157,7 +166,10 @@ def save_bert2d(out: Path, tokenizer, subword_rows: int, seed: int = 0, words: i
         "max_word_position_embeddings": words,
         "max_intermediate_subword_position_embeddings": subword_rows - 2,
     }
-    bert2d_config.pop("max_position_embeddings", None)
+    if tokens is None:
+        bert2d_config.pop("max_position_embeddings", None)
+    else:
+        bert2d_config["max_position_embeddings"] = tokens
     (out / "config.json").write_text(json.dumps(bert2d_config, indent=2), encoding="utf-8")
     tokenizer.save_pretrained(str(out))
     tokenizer_config = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))

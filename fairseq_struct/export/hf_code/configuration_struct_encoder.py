@@ -1,6 +1,6 @@
 """Configuration of a fairseq-struct encoder exported to Hugging Face transformers.
 
-Written by `python -m fairseq_struct.export.hf`; each field that changes the forward pass is
+Written by `fairseq-struct export-hf`; each field that changes the forward pass is
 named after the fairseq option it comes from (in brackets below).
 """
 
@@ -22,7 +22,8 @@ class StructEncoderConfig(PretrainedConfig):
     position_embedding: "1d" (a table of token positions 0..T-1), "2d" (BERT2D: word position +
         subword position), "none", or "fairseq_learned" (stock fairseq roberta: token positions
         counted from padding_idx + 1, padding at padding_idx) [--position-embedding]
-    max_position_embeddings: rows of the (word) position table [--max-positions]
+    max_position_embeddings: rows of the (word) position table [--max-positions, BERT2D's
+        --max-word-positions where set: a sequence may have more tokens than words]
     max_intermediate_subwords, subword_id_strategy: BERT2D's M and the ids of the intermediate
         pieces of longer words [--max-intermediate-subwords, --subword-id-strategy]
     num_segments: segment embeddings (0: none); tokens after the first </s> are segment 1

@@ -1,6 +1,6 @@
 """fairseq-struct's masked-LM encoders (BERT2D, BERT-ELMo, RoBERTa) in plain torch for transformers.
 
-Written into a model directory by `python -m fairseq_struct.export.hf` and loaded from there with
+Written into a model directory by `fairseq-struct export-hf` and loaded from there with
 `trust_remote_code=True` (torch and transformers only, never fairseq). The forward pass is
 fairseq's, operation by operation, checked against it by the export.
 
@@ -147,11 +147,19 @@ class StructPositionEmbedding(nn.Module):
         self.segments = nn.Embedding(config.num_segments, dim) if config.num_segments > 0 else None
         self.restart_words = config.restart_word_positions
 
-    def position_ids(self, tokens: Tensor, word_index: Tensor, segment_index: Tensor) -> Tensor:
+    def position_ids(
+        self,
+        tokens: Tensor,
+        word_index: Tensor,
+        segment_index: Tensor,
+        padding: Optional[Tensor] = None,
+    ) -> Tensor:
         if self.mode == "2d":  # p_word(e_i): the word index, not the token index
             if self.restart_words:
-                return restarted_word_index(word_index, segment_index)
-            return word_index
+                word_index = restarted_word_index(word_index, segment_index)
+            # Padding tokens are words of their own: word 0 (zeroed later), as fairseq, so that
+            # a padded row stays inside a word table shorter than the batch.
+            return word_index if padding is None else word_index.masked_fill(padding, 0)
         if self.mode == "fairseq_learned":
             # fairseq's utils.make_positions: padding_idx + 1, + 2, ...; padding at padding_idx.
             real = tokens.ne(self.padding_idx).int()
@@ -165,10 +173,15 @@ class StructPositionEmbedding(nn.Module):
         position_in_word: Tensor,
         word_length: Tensor,
         segment_index: Tensor,
+        segments: Optional[Tensor] = None,
+        padding: Optional[Tensor] = None,
     ) -> Tensor:
+        """`segment_index`: fairseq's segments (after the first </s>), which restart the 2D
+        word positions; `segments`: the rows of the segment embedding (by default the same);
+        `padding`: True at padding tokens."""
         terms = []
         if self.positions is not None:
-            ids = self.position_ids(tokens, word_index, segment_index)
+            ids = self.position_ids(tokens, word_index, segment_index, padding)
             # Positions stay below T (+ padding_idx + 1 for fairseq's table): only a longer
             # sequence needs its largest id read (a host synchronisation on a GPU).
             bound = ids.size(1) + (self.padding_idx + 1 if self.mode == "fairseq_learned" else 0)
@@ -176,7 +189,8 @@ class StructPositionEmbedding(nn.Module):
             if bound > rows and int(ids.max()) >= rows:
                 raise ValueError(
                     f"a sequence needs position {int(ids.max())} but the model has {rows} "
-                    "positions (fairseq's --max-positions)"
+                    "positions (fairseq's --max-positions; BERT2D: word positions, "
+                    "--max-word-positions where set)"
                 )
             terms.append(self.positions(ids))
         if self.subword_positions is not None:
@@ -188,7 +202,8 @@ class StructPositionEmbedding(nn.Module):
                 )
             )
         if self.segments is not None:
-            terms.append(self.segments(segment_index.clamp(max=self.segments.num_embeddings - 1)))
+            rows = segment_index if segments is None else segments
+            terms.append(self.segments(rows.clamp(max=self.segments.num_embeddings - 1)))
         return sum(terms[1:], terms[0])
 
 
@@ -630,6 +645,38 @@ class StructEncoderModel(StructEncoderPreTrainedModel):
             padding = padding | attention_mask.eq(0)
         return padding
 
+    def given_segments(
+        self, token_type_ids: Tensor, segment_index: Tensor, padding: Tensor
+    ) -> Tensor:
+        """The segment of each token from the caller's `token_type_ids`, as BERT (and the
+        published BERT2D) reads them: a transformers user passes what BERT's tokenizer returns
+        and expects it used, not ignored, and an imported BERT2D then gives its source's
+        outputs for any token types. Types that follow fairseq's rule (0 up to and including
+        the first </s>, 1 after; padding: anything) give fairseq's outputs exactly. A type the
+        segment table has no row for is an error where it departs from the rule (where it
+        follows it, the table's last row, as fairseq clamps). 2D word positions restart after
+        the first </s> whatever the types say, as the published BERT2D's tokenizer restarts
+        them. Checking the types reads them on the host (a synchronisation on a GPU)."""
+        if token_type_ids.shape != segment_index.shape:
+            raise ValueError(
+                f"token_type_ids have the shape {tuple(token_type_ids.shape)}, input_ids "
+                f"{tuple(segment_index.shape)}"
+            )
+        given = torch.where(padding, segment_index, token_type_ids.long())
+        table = self.embed_positions.segments if self.embed_positions is not None else None
+        rows = table.num_embeddings if table is not None else 0
+        departs = given.ne(segment_index)
+        unusable = departs & (given.ge(rows) | given.lt(0))
+        if bool(unusable.any()):
+            row, position = (int(i) for i in unusable.nonzero()[0])
+            raise ValueError(
+                f"token_type_ids[{row}, {position}] is {int(given[row, position])} where this "
+                f"model's segment is {int(segment_index[row, position])} (0 up to and including "
+                f"the first </s>, 1 after), and its segment embedding has {rows} rows, so it "
+                "cannot use the type given: pass the types of that rule, or none"
+            )
+        return given if rows == 0 else given.clamp(max=rows - 1)
+
     def forward(
         self,
         input_ids: Tensor,
@@ -640,21 +687,25 @@ class StructEncoderModel(StructEncoderPreTrainedModel):
         return_dict: Optional[bool] = None,
         **kwargs: Any,
     ) -> BaseModelOutput:
-        if token_type_ids is not None:
-            raise ValueError(
-                "token_type_ids are not an input of this model: like fairseq, it puts the tokens "
-                "after the first </s> in segment 1"
-            )
         if word_starts is None:
             word_starts = self.word_start_lookup[input_ids]
         word_index, position_in_word, word_length, segment_index = word_structure(
             word_starts.bool(), input_ids, self.config.eos_token_id
         )
         padding = self.padding_mask(input_ids, attention_mask)
+        segments = segment_index
+        if token_type_ids is not None:
+            segments = self.given_segments(token_type_ids, segment_index, padding)
         x = self.embed_scale * self.embed_tokens(input_ids)
         if self.embed_positions is not None:
             x = x + self.embed_positions(
-                input_ids, word_index, position_in_word, word_length, segment_index
+                input_ids,
+                word_index,
+                position_in_word,
+                word_length,
+                segment_index,
+                segments,
+                padding,
             )
         if self.layernorm_embedding is not None:
             x = self.layernorm_embedding(x)

@@ -1,6 +1,6 @@
 """Tokenizers of exported fairseq-struct encoders: text -> the ids of the run's fairseq dictionary.
 
-Written into a model directory by `python -m fairseq_struct.export.hf` (transformers, and
+Written into a model directory by `fairseq-struct export-hf` (transformers, and
 sentencepiece for pieces; never fairseq). `vocab.json` holds the fairseq dictionary's symbols in
 id order; a sentence is `<s> units </s>`, a pair `<s> A </s> B </s>`, as in fairseq's binarized
 data. `StructPieceTokenizer` (bert2d, roberta) and `StructWordTokenizer` (bert_elmo) say which
@@ -91,8 +91,10 @@ class _FairseqDictionaryTokenizer(PreTrainedTokenizer):
     def create_token_type_ids_from_sequences(
         self, token_ids_0: List[int], token_ids_1: Optional[List[int]] = None
     ) -> List[int]:
-        # The model finds segments itself (after the first </s>); these are never passed to it.
-        return [0] * len(self.build_inputs_with_special_tokens(token_ids_0, token_ids_1))
+        # The model's own segments (fairseq's: 0 up to and including the first </s>, 1 after),
+        # so that types asked for (`return_token_type_ids=True`) and passed on change nothing.
+        first = len(token_ids_0) + 2  # <s> A </s>
+        return [0] * first + ([] if token_ids_1 is None else [1] * (len(token_ids_1) + 1))
 
     def word_units(self, word: str) -> List[str]:
         """The units of one word (as fine-tuning data cut each labelled word on its own)."""
