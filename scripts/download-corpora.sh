@@ -100,7 +100,7 @@ EOF
     cat <<EOF
 
 Next (Inuktitut has no morphological segmenter in prepare.py yet, so bpe mode):
-  $PYTHON -m fairseq_struct.morph.prepare --src-lang en --tgt-lang iu --mode bpe \\
+  fairseq-struct prepare --src-lang en --tgt-lang iu --mode bpe \\
       --train $DIR/train.clean --valid $DIR/valid --test $DIR/test \\
       --vocab-size 50000 --out-dir data-bin/hansard-bpe
   fairseq-preprocess --source-lang en --target-lang iu --joined-dictionary \\

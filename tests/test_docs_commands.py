@@ -1,14 +1,18 @@
 """Every command of the README, the guides and the results pages (docs/, with docs/results/) parses
 with the program it calls: an option renamed in a script or a module, a required value gone or a
 script moved fails here, naming the document, the line and what the program said
-(tests/doc_commands.py)."""
+(tests/doc_commands.py). They name each command by the front door, `fairseq-struct COMMAND`."""
 
+import re
 import tempfile
 from pathlib import Path
+from typing import List, Optional, Tuple
 
 import pytest
 from conftest import REPO_ROOT
 from doc_commands import UNCHECKED, Command, check, checker, commands
+
+from fairseq_struct.commands import COMMANDS
 
 DOCUMENTS = [REPO_ROOT / "README.md"] + sorted((REPO_ROOT / "docs").rglob("*.md"))
 ALL = [command for document in DOCUMENTS for command in commands(document)]
@@ -18,7 +22,7 @@ def test_the_documents_have_the_commands_of_each_kind():
     checked = [command for command in ALL if checker(command) is not None]
     programs = {command.words[0].split("/")[-1] for command in checked}
     assert len(checked) >= 60, len(checked)
-    assert {"fairseq-train", "fairseq-struct", "python"} <= programs, programs
+    assert {"fairseq-train", "fairseq-struct"} <= programs, programs
     assert any(command.words[:2] == ["fairseq-struct", "translate"] for command in checked)
     assert any(word.startswith("scripts/") for c in checked for word in c.words[:2])
 
@@ -92,3 +96,56 @@ def test_variables_launchers_and_continuations_are_read_as_a_shell_would():
 def test_unknown_programs_are_left_alone():
     assert check(documented("make demo")) == UNCHECKED
     assert check(documented("pip install fairseq-struct/")) == UNCHECKED
+
+
+GUIDES = sorted({REPO_ROOT / "README.md", REPO_ROOT / "benchmarks" / "README.md", *DOCUMENTS})
+MODULE_FORM = "python -m fairseq_struct"
+# A row of docs/reference.md's table of the commands: group, command, its module.
+MAPPING_ROW = re.compile(
+    r"^\| [^|]+ \| `fairseq-struct (?P<name>[\w-]+)` \| `python -m (?P<module>[\w.]+)`"
+)
+
+
+def module_form_mentions(document: Path) -> List[Tuple[int, Optional[str], str]]:
+    """(line, section heading, text) of each line of the document that names a command by its
+    `python -m` form, leaving out the two places meant for it: a row of docs/reference.md's
+    table that maps each command to its module (when the row is right), and the `## Commands`
+    section of a grid's report.md (grid/provenance.py: the command lines that ran, as they ran;
+    a grid runs its steps with `python -m`)."""
+    found: List[Tuple[int, Optional[str], str]] = []
+    section, fenced = None, False
+    for number, line in enumerate(document.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and line.startswith("## "):
+            section = line
+        if MODULE_FORM not in line:
+            continue
+        row = MAPPING_ROW.match(line)
+        if document.name == "reference.md" and row:
+            if COMMANDS.get(row["name"]) == row["module"]:
+                continue
+        if document.name == "report.md" and section == "## Commands":
+            continue
+        found.append((number, section, line.strip()))
+    return found
+
+
+def test_the_guides_name_commands_by_the_front_door():
+    """`python -m fairseq_struct...` appears in no guide but where the README's install section
+    says both forms work, and in the mappings above."""
+    mentions = [
+        f"{guide.relative_to(REPO_ROOT)}:{number}: {text}"
+        for guide in GUIDES
+        if guide != REPO_ROOT / "README.md"
+        for number, _, text in module_form_mentions(guide)
+    ]
+    assert mentions == [], "name the command `fairseq-struct NAME`:\n" + "\n".join(mentions)
+    readme = module_form_mentions(REPO_ROOT / "README.md")
+    assert [section for _, section, _ in readme] == ["## Install"], readme
+
+
+def test_reference_maps_every_command_to_its_module():
+    text = (REPO_ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    rows = {row["name"]: row["module"] for row in map(MAPPING_ROW.match, text.splitlines()) if row}
+    assert rows == COMMANDS

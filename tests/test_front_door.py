@@ -1,6 +1,7 @@
 """One front door: `fairseq-struct COMMAND` (setup.py's one console script) runs every command
 line of the package, the same `main` as `python -m`, and `--help` lists them by group."""
 
+import argparse
 import json
 import re
 import runpy
@@ -108,3 +109,25 @@ def test_fairseq_programs_are_found_as_the_shell_scripts_find_them(tmp_path, mon
     # a directory without the program: the next place in the order
     assert commands.environment_tool("fairseq-generate") == str(BIN / "fairseq-generate")
     assert commands.environment_tool("no-such-program-here") == "no-such-program-here"
+
+
+def test_a_grid_report_records_its_command_line_by_the_front_door(tmp_path, capsys):
+    from fairseq_struct.grid.command_line import run_grid
+
+    recorded = {}
+
+    def write_report(grid, command_line):
+        recorded["command_line"] = command_line
+        return tmp_path / "report.md"
+
+    arguments = ["--tgt-lang", "tr", "--out", "grids/a b", "--report-only"]
+    namespace = argparse.Namespace(report_only=True)
+    status = run_grid(
+        "fairseq_struct.grid.translation", arguments, namespace, lambda args: None,
+        lambda grid: [], write_report,
+    )  # fmt: skip
+    assert status == 0, capsys.readouterr().err
+    assert recorded["command_line"] == [
+        "fairseq-struct", "grid-translation", "--tgt-lang", "tr", "--out", "'grids/a b'",
+        "--report-only",
+    ]  # fmt: skip

@@ -1,7 +1,7 @@
 """The public corpora of the paper, where to get them, and how to turn them into plain text.
 
-    python -m fairseq_struct.corpora.catalog fetch setimes-en-tr --out raw/
-    python -m fairseq_struct.corpora.catalog list
+    fairseq-struct corpora fetch setimes-en-tr --out raw/
+    fairseq-struct corpora list
 
 `fetch` downloads and verifies each archive of a corpus (docs/translation.md says how) and
 writes its text as OUT/NAME/SPLIT.LANG, one sentence a line, the two languages line-aligned.

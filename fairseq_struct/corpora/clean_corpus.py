@@ -1,6 +1,6 @@
 """Clean a raw parallel training corpus the way Moses' clean-corpus-n.perl does, with a report.
 
-    python -m fairseq_struct.corpora.clean_corpus --src raw/OpenSubtitles.en-tr.en \\
+    fairseq-struct clean-corpus --src raw/OpenSubtitles.en-tr.en \\
         --tgt raw/OpenSubtitles.en-tr.tr --out-prefix raw/clean --min 1 --max 80 --ratio 9
 
 streams the pairs into PREFIX.SRC_LANG, PREFIX.TGT_LANG and PREFIX.report.json. After whitespace

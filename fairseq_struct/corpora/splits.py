@@ -1,6 +1,6 @@
 """The paper's data splits: seeded random subsets of a corpus, each cut into train/valid/test.
 
-    python -m fairseq_struct.corpora.splits --src raw/clean.en --tgt raw/clean.tr \\
+    fairseq-struct splits --src raw/clean.en --tgt raw/clean.tr \\
         --out-dir raw/opensubtitles --preset opensubtitles --seed 1
 
 writes OUT_DIR/NAME/{train,valid,test}.{SRC,TGT} per subset and OUT_DIR/splits.json. Subsets are

@@ -4,7 +4,7 @@ A small grammar whose Turkish side is real Turkish built by rule (vowel harmony,
 alternation, case, possession, tense, negation, person agreement, questions), with exactly one
 Turkish translation of every English sentence, so that a small Transformer can learn it.
 
-    python -m fairseq_struct.demo_data.synthetic_en_tr --out-dir data/demo [--seed 1]
+    fairseq-struct demo-corpus --out-dir data/demo [--seed 1]
 """
 
 from __future__ import annotations

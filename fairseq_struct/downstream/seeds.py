@@ -152,9 +152,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--metric", required=True, help="key of the metric in the scores JSON; dotted for nested"
     )
     parser.add_argument("--name", help="the configuration's name (default: --out's file name)")
-    parser.add_argument(
-        "--out", help="write the summary JSON here (read by almost_stochastic_order)"
-    )
+    parser.add_argument("--out", help="write the summary JSON here (read by fairseq-struct aso)")
     parser.add_argument(
         "--rerun", action="store_true", help="run seeds whose scores file exists again"
     )

@@ -328,7 +328,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "files",
         nargs="*",
         metavar="FILE",
-        help="scores of A, then of B: JSON of fairseq_struct.downstream.seeds, JSON of metric → "
+        help="scores of A, then of B: JSON of fairseq-struct seeds, JSON of metric → "
         "list, or text with one score a line (at most two; --scores-a/--scores-b replace them)",
     )
     parser.add_argument("--scores-a", nargs="+", type=float, metavar="X", help="A's scores")

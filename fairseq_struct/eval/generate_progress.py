@@ -1,6 +1,6 @@
 """Copy fairseq-generate's output into its log file and show how far it is (evaluate.sh).
 
-    fairseq-generate ... | python -m fairseq_struct.eval.generate_progress LOG --total N
+    fairseq-generate ... | fairseq-struct generate-progress LOG --total N
 
 Every input line goes to LOG unchanged; each `S-<id>` line counts one of the N sentences.
 fairseq-generate's own bar counts batches (minutes each on a CPU), and only on a terminal.

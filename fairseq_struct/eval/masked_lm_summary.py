@@ -1,6 +1,6 @@
 """Masked-token accuracy of several pretrained models against the unigram baseline.
 
-    python -m fairseq_struct.eval.masked_lm_summary --json out.json \\
+    fairseq-struct mlm-summary --json out.json \\
         roberta=validate-roberta.log bert2d=validate-bert2d.log bert_elmo=validate-elmo.log
 
 Each log is the output of `fairseq-validate ... --criterion masked_lm_struct --log-format json`,

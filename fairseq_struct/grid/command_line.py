@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar
 
+from fairseq_struct.commands import COMMANDS, PROGRAM
 from fairseq_struct.grid.steps import GridError, Step, run_steps
 
 Value = TypeVar("Value")
@@ -31,7 +32,8 @@ def run_grid(
                 step.finished()
         else:
             run_steps(steps_of(grid), launcher=shlex.split(args.launcher))
-        command = ["python", "-m", module, *(sys.argv[1:] if argv is None else argv)]
+        name = next(name for name, target in COMMANDS.items() if target == module)
+        command = [PROGRAM, name, *(sys.argv[1:] if argv is None else argv)]  # the front door
         report = write_report(grid, command_line=[shlex.quote(part) for part in command])
     except GridError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""What the encoder grid runs (`python -m fairseq_struct.grid.encoders`): the named encoders,
+"""What the encoder grid runs (`fairseq-struct grid-encoders`): the named encoders,
 the grid's settings and its steps, shared by the command and its report (`grid.encoder_report`).
 Imported models are fine-tuned in their own units from their own weights, without pretraining.
 
@@ -379,7 +379,7 @@ def check_systems(grid: EncoderGrid) -> None:
         if not (Path(directory) / REPORT_FILE).is_file():
             raise GridError(
                 f"--imported {name}={directory}: no {REPORT_FILE} there (make it with "
-                "python -m fairseq_struct.hf_import SOURCE DIR)"
+                "fairseq-struct import-hf SOURCE DIR)"
             )
 
 

@@ -89,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_imported_argument,
         default=[],
         metavar="NAME=DIR",
-        help="imported models as systems after the encoders (DIR: python -m "
-        "fairseq_struct.hf_import's output), e.g. berturk=imported/berturk-128k",
+        help="imported models as systems after the encoders (DIR: fairseq-struct import-hf's "
+        "output), e.g. berturk=imported/berturk-128k",
     )
     parser.add_argument(
         "--tasks",

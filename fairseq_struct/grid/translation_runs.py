@@ -1,4 +1,4 @@
-"""What the translation grid runs (`python -m fairseq_struct.grid.translation`): its systems,
+"""What the translation grid runs (`fairseq-struct grid-translation`): its systems,
 the grid's settings and its steps (prepare, train, evaluate), shared by the command and its
 report (`grid.translation_report`)."""
 

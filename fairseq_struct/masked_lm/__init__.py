@@ -1,1 +1,1 @@
-"""Masked-LM pretraining data (design.md §4): `python -m fairseq_struct.masked_lm.prepare`."""
+"""Masked-LM pretraining data (design.md §4): `fairseq-struct prepare-mlm`."""

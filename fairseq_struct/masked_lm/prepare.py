@@ -1,6 +1,6 @@
 """Turn raw monolingual text into the input of `fairseq-preprocess --only-source` for MLM.
 
-    python -m fairseq_struct.masked_lm.prepare --train raw/train.txt --valid raw/valid.txt \\
+    fairseq-struct prepare-mlm --train raw/train.txt --valid raw/valid.txt \\
         --units pieces --mode morph --lang tr --vocab-size 8000 --out-dir data-bin/tr-mlm/text
 
 Input: one sentence a line, documents separated by empty lines. The units (`--units pieces`,

@@ -1,5 +1,5 @@
 """Text to pieces: morphological segmentation and the joint SentencePiece model (design.md §3).
 
-`python -m fairseq_struct.morph.prepare` runs it all before fairseq-preprocess. Nothing is
+`fairseq-struct prepare` runs it all before fairseq-preprocess. Nothing is
 imported here, so that each module loads only what it needs (Zemberek, sqlite, SentencePiece).
 """

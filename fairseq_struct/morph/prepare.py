@@ -1,6 +1,6 @@
 """Turn a raw parallel corpus into SentencePiece text for stock fairseq-preprocess (design.md §3).
 
-    python -m fairseq_struct.morph.prepare --src-lang en --tgt-lang tr \\
+    fairseq-struct prepare --src-lang en --tgt-lang tr \\
         --train raw/train --valid raw/valid --test raw/test \\
         --mode morph --vocab-size 8000 --out-dir data-bin/en-tr-morph [--workers 2]
 

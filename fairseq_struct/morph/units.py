@@ -1,7 +1,7 @@
 """Cut labelled text into the units a pretrained encoder was trained on (design.md §5.4).
 
 Everything is read from the pretraining data directory that `scripts/prepare-mlm.sh` wrote, or
-from an imported model's (`python -m fairseq_struct.hf_import`), so that fine-tuning cuts text as
+from an imported model's (`fairseq-struct import-hf`), so that fine-tuning cuts text as
 pretraining did. Each word is cut on its own (morph mode: after segmenting its sentence), so that
 its units, and their character spans (`unit_spans`, for extractive QA), are known exactly.
 """
@@ -55,7 +55,7 @@ class PretrainingUnits:
                 f"{report_path} not found: --pretraining-data must be the directory that "
                 "scripts/prepare-mlm.sh wrote for the pretraining run (it holds dict.txt, "
                 "spm.model and text/prepare_report.json), or one that "
-                "python -m fairseq_struct.hf_import wrote (dict.txt, tokenizer.json, "
+                "fairseq-struct import-hf wrote (dict.txt, tokenizer.json, "
                 f"{IMPORT_REPORT})"
             )
         report = json.loads(report_path.read_text(encoding="utf-8"))

@@ -3,7 +3,7 @@
     fairseq-train data-bin/qa --user-dir fairseq_struct --task extractive_qa \\
         --criterion extractive_qa --max-answer-length 64 --restore-file CKPT ...
 
-on `python -m fairseq_struct.downstream.prepare qa` windows; validation answers each question
+on `fairseq-struct prepare-downstream qa` windows; validation answers each question
 with the best span of its best-scoring window and scores EM / F1 as SQuAD v1.1 does
 (docs/finetuning.md).
 """
@@ -30,7 +30,9 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class ExtractiveQAConfig(FairseqDataclass):
-    data: str = field(default="", metadata={"help": "directory of downstream.prepare qa"})
+    data: str = field(
+        default="", metadata={"help": "directory of fairseq-struct prepare-downstream qa"}
+    )
     max_answer_length: int = field(
         default=64, metadata={"help": "longest answer in tokens (BERT2D paper, Table 2: 64)"}
     )

@@ -3,7 +3,7 @@
     fairseq-train data-bin/ner --user-dir fairseq_struct --task token_classification \\
         --criterion token_classification --head lcrf_ner --entity-fix --restore-file CKPT ...
 
-on `python -m fairseq_struct.downstream.prepare ner|pos` data; each word's label is predicted on
+on `fairseq-struct prepare-downstream ner|pos` data; each word's label is predicted on
 its first unit (docs/finetuning.md).
 """
 
@@ -41,7 +41,9 @@ METRICS = ("auto", "entity_f1", "accuracy")
 
 @dataclass
 class TokenClassificationConfig(FairseqDataclass):
-    data: str = field(default="", metadata={"help": "directory of downstream.prepare ner|pos"})
+    data: str = field(
+        default="", metadata={"help": "directory of fairseq-struct prepare-downstream ner|pos"}
+    )
     head: ChoiceEnum(HEAD_TYPES) = field(  # type: ignore[valid-type]
         default="softmax",
         metadata={
@@ -68,7 +70,7 @@ def read_finetune_report(data: str) -> dict:
     path = Path(data) / FINETUNE_REPORT
     if not path.exists():
         raise FileNotFoundError(
-            f"{path} not found: prepare the data with python -m fairseq_struct.downstream.prepare"
+            f"{path} not found: prepare the data with fairseq-struct prepare-downstream"
         )
     return json.loads(path.read_text(encoding="utf-8"))
 
