@@ -93,6 +93,11 @@ GROUPS: Dict[str, List[Tuple[str, str, str]]] = {
             "the fairseq-train options that rebuild an encoder",
         ),
         (
+            "finetune",
+            "fairseq_struct.downstream.finetune",
+            "fine-tune an encoder on prepared data, exactly the epochs asked for",
+        ),
+        (
             "predict",
             "fairseq_struct.downstream.predict",
             "predict and score with a fine-tuned checkpoint",

@@ -79,12 +79,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         help="a pretraining checkpoint of the project, or a directory of an imported model",
     )
     args = parser.parse_args(argv)
-    from fairseq_struct.fixes.checkpoint_safety import load_checkpoint
     from fairseq_struct.hf_import.directory import imported_checkpoint
+    from fairseq_struct.model_checkpoint import read_state
 
-    try:
+    try:  # the checkpoint is mapped: its options are read, its tensors never
         arguments = encoder_arguments(
-            model_config(load_checkpoint(str(imported_checkpoint(args.checkpoint))))
+            model_config(read_state(str(imported_checkpoint(args.checkpoint))))
         )
     except (OSError, ValueError) as error:
         print(f"error: {args.checkpoint}: {error}", file=sys.stderr)
