@@ -265,12 +265,25 @@ def train(arguments: List[str], save_dir: Path) -> None:
         write_model_only(best, model_only)
 
 
+def log_as_fairseq_train() -> None:
+    """fairseq-train's own logging (fairseq_cli/train.py): its lines on standard output, in its
+    format, so that what reads a training log reads this one."""
+    logging.basicConfig(
+        format="%(asctime)s | %(levelname)s | %(name)s | %(message)s",
+        datefmt="%Y-%m-%d %H:%M:%S",
+        level=os.environ.get("LOGLEVEL", "INFO").upper(),
+        stream=sys.stdout,
+        force=True,
+    )
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     check_only = bool(argv) and argv[0] == CHECK_OPTIONS
     args, extra = parse_args(argv[1:] if check_only else argv)
     if check_only:
         return 0
+    log_as_fairseq_train()
     try:
         arguments = prepared_run(args, extra)
     except (FinetuneError, OSError, ValueError) as error:
