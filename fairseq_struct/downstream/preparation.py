@@ -26,7 +26,7 @@ from fairseq_struct.downstream.features import (
 )
 from fairseq_struct.downstream.layout import DEFAULT_MAX_POSITIONS, REPORT_FILE
 from fairseq_struct.morph.units import PretrainingUnits, UnitCutter
-from fairseq_struct.tagging.iob import split_tag, to_iob2
+from fairseq_struct.tagging.iob import is_iob_tag, split_tag, to_iob2
 
 fairseq_struct.register()  # fairseq's repairs, as when fairseq loads the plugin
 logger = logging.getLogger("fairseq_struct.downstream.prepare")  # the command's name
@@ -83,7 +83,7 @@ def _ner_tags(split: str, sentences: list, report: Dict[str, object]) -> List[Li
         try:
             tags = to_iob2(sentence.tags)
         except ValueError:
-            position = next(p for p, tag in enumerate(sentence.tags) if not _is_tag(tag))
+            position = next(p for p, tag in enumerate(sentence.tags) if not is_iob_tag(tag))
             raise readers.DownstreamDataError(
                 f"{_location(sentence, position)}: tag {sentence.tags[position]!r} is not "
                 "IOB (O, B-X, I-X; IOBES's S-X, E-X and BILOU's U-X, L-X are converted)"
@@ -92,14 +92,6 @@ def _ner_tags(split: str, sentences: list, report: Dict[str, object]) -> List[Li
         tagged.append(tags)
     report["tags_converted_to_iob2"] = converted
     return tagged
-
-
-def _is_tag(tag: str) -> bool:
-    try:
-        to_iob2([tag])
-    except ValueError:
-        return False
-    return True
 
 
 def _tag_labels(tags: Dict[str, List[List[str]]], ner: bool) -> Tuple[List[str], Dict[str, list]]:

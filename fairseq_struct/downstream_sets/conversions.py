@@ -18,7 +18,7 @@ from fairseq_struct.corpus_io import atomic_write_lines
 from fairseq_struct.downstream import readers
 from fairseq_struct.downstream.readers import DownstreamDataError, TaggedSentence
 from fairseq_struct.downstream_sets.catalog import DataSet
-from fairseq_struct.tagging.iob import split_tag, to_iob2
+from fairseq_struct.tagging.iob import is_iob_tag, split_tag, to_iob2
 
 SplitReport = Dict[str, object]
 Conversion = Callable[[DataSet, Mapping[str, Path], Path], Dict[str, SplitReport]]
@@ -41,16 +41,8 @@ def _iob2_tags(sentence: TaggedSentence, tags: Sequence[str]) -> List[str]:
     try:
         return to_iob2(tags)
     except ValueError as error:
-        position = next(p for p, tag in enumerate(tags) if not _is_entity_tag(tag))
+        position = next(p for p, tag in enumerate(tags) if not is_iob_tag(tag))
         raise DownstreamDataError(f"{sentence.path}:{sentence.lines[position]}: {error}") from None
-
-
-def _is_entity_tag(tag: str) -> bool:
-    try:
-        to_iob2([tag])
-    except ValueError:
-        return False
-    return True
 
 
 def _entities(sentences: Sequence[TaggedSentence], tag_lists) -> Dict[str, int]:

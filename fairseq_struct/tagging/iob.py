@@ -79,6 +79,15 @@ def to_iob2(tags: Sequence[str]) -> List[str]:
     return iob1_to_iob2(converted)
 
 
+def is_iob_tag(tag: str) -> bool:
+    """Whether `to_iob2` takes `tag`: O, or a B-/I- (IOB), S-/E- (IOBES) or U-/L- (BILOU) tag."""
+    try:
+        to_iob2([tag])
+    except ValueError:
+        return False
+    return True
+
+
 def count_iob2_violations(tags: Sequence[str]) -> int:
     """The number of I-X tags that follow neither B-X nor I-X (or open the sentence)."""
     return sum(

@@ -16,6 +16,7 @@ from fairseq_struct.tagging.iob import (
     entity_fix,
     entity_types,
     iob1_to_iob2,
+    is_iob_tag,
     split_tag,
     to_iob2,
 )
@@ -369,3 +370,18 @@ def test_to_iob2_converts_a_long_iobes_entity_and_rejects_other_tags():
     assert to_iob2(["B-ORG", "I-ORG", "E-ORG", "S-PER"]) == ["B-ORG", "I-ORG", "I-ORG", "B-PER"]
     with pytest.raises(ValueError, match="'X-PER' is not IOB"):
         to_iob2(["B-PER", "X-PER"])
+
+
+@pytest.mark.parametrize(
+    "tag, expected",
+    [
+        ("O", True),
+        ("B-PER", True),
+        ("E-LOC", True),
+        ("U-ORG", True),
+        ("X-PER", False),
+        ("PER", False),
+    ],
+)
+def test_is_iob_tag(tag, expected):
+    assert is_iob_tag(tag) is expected
