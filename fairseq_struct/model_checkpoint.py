@@ -54,19 +54,14 @@ def read_state(path: str) -> Dict[str, Any]:
     from fairseq.file_io import PathManager
 
     import fairseq_struct
-    from fairseq_struct.fixes.checkpoint_safety import CheckpointSecurityError, refused_global
+    from fairseq_struct.fixes.checkpoint_safety import refusals_named
 
     fairseq_struct.register()  # the safe globals (and the models a caller builds next)
     local_path = PathManager.get_local_path(path)
     with open(local_path, "rb") as file:
         mapped = file.read(len(ZIP_MAGIC)) == ZIP_MAGIC
-    try:
+    with refusals_named(path):
         return torch.load(local_path, map_location="cpu", weights_only=True, mmap=mapped)
-    except pickle.UnpicklingError as error:
-        name = refused_global(str(error))
-        if name is None:
-            raise
-        raise CheckpointSecurityError(path, name) from error
 
 
 def load_model_state(path: str, arg_overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:

@@ -14,7 +14,6 @@ learning rate reaches 0 there. The equivalent `fairseq-train` command is logged 
 """
 
 import argparse
-import json
 import logging
 import math
 import os
@@ -104,16 +103,12 @@ def parse_args(argv: Sequence[str]) -> Tuple[argparse.Namespace, List[str]]:
 
 
 def read_report(data: Path) -> Dict[str, Any]:
-    path = data / "finetune.json"
-    try:
-        report = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FinetuneError(
-            f"{path}: not found; --data takes the output directory of fairseq-struct "
-            "prepare-downstream"
-        ) from None
+    """DATA/finetune.json, as the fine-tuning tasks read it, naming a task finetune knows."""
+    from fairseq_struct.tasks.token_classification import read_finetune_report
+
+    report = read_finetune_report(str(data))
     if report.get("task") not in TASK_DEFAULTS:
-        raise FinetuneError(f"{path} names the unknown task {report.get('task')!r}")
+        raise FinetuneError(f"{data}/finetune.json names the unknown task {report.get('task')!r}")
     return report
 
 

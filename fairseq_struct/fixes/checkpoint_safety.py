@@ -9,7 +9,8 @@ import argparse
 import collections
 import pickle
 import re
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
@@ -99,19 +100,27 @@ def refused_global(message: str) -> Optional[str]:
     return None
 
 
+@contextmanager
+def refusals_named(path: str) -> Iterator[None]:
+    """Turn torch's refusal of a global while `path` loads into a CheckpointSecurityError that
+    names the file and the global; any other unpickling error passes unchanged."""
+    try:
+        yield
+    except pickle.UnpicklingError as error:
+        name = refused_global(str(error))
+        if name is None:
+            raise
+        raise CheckpointSecurityError(path, name) from error
+
+
 def load_checkpoint(path: str, arg_overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Load a checkpoint with fairseq's own loader (upgrades included), `weights_only` on.
 
     Raises:
         CheckpointSecurityError: the file needs a global outside the allow-list.
     """
-    try:
+    with refusals_named(path):
         return checkpoint_utils.load_checkpoint_to_cpu(path, arg_overrides)
-    except pickle.UnpicklingError as error:
-        name = refused_global(str(error))
-        if name is None:
-            raise
-        raise CheckpointSecurityError(path, name) from error
 
 
 register_safe_globals()
