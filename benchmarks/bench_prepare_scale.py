@@ -569,7 +569,9 @@ def summary(mode: str, lines: List[Dict[str, object]], workers: Optional[int]) -
     )
     figures["extrapolated_36m"] = {
         "pairs": EXTRAPOLATION_PAIRS,
-        "seconds": round(seconds),
+        # Milliseconds: on tiny sizes whose line falls (noise), the largest size's figure is a
+        # fraction of a second, which whole seconds would round to 0.
+        "seconds": round(seconds, 3),
         "hours": round(seconds / 3600, 2),
         "peak_rss_mib": round(rss, 1),
         "peak_rss_gib": round(rss / 1024, 2),
