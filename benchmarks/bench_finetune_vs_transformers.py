@@ -48,9 +48,11 @@ DIFFERENCES = [
     "BertForTokenClassification is one Linear after dropout 0.1 (hidden_dropout_prob)",
     "the plugin's model keeps the imported MLM head (dense, LayerNorm, bias; unused in "
     "fine-tuning, so never updated); transformers' from_pretrained drops it",
-    "optimizer: fairseq's Adam as the plugin runs it (multi-tensor, eps added before the bias "
-    "correction) and the gradient norm fairseq computes each update for its log (--clip-norm 0); "
-    "torch.optim.AdamW with its defaults (on a CPU one tensor at a time), no gradient norm",
+    "optimizer: fairseq's Adam as the plugin runs it (on a CPU torch's fused AdamW kernel, "
+    "given fairseq's eps, which fairseq adds before the bias correction) and the gradient norm "
+    "fairseq computes each update for its log (--clip-norm 0); torch.optim.AdamW as "
+    "--transformers-optimizer says (default: fused, as transformers' Trainer runs it), no "
+    "gradient norm",
     "tokenization: prepare-downstream cuts the words before the plugin's launch; the "
     "transformers process tokenizes the training file inside its start-up",
     "checkpoint: fairseq writes checkpoint_best.pt with the optimizer state (3x the weights); "
@@ -435,6 +437,8 @@ def train_transformers(
         "--lr", str(args.lr), "--seed", str(seed), "--batch-size", str(args.batch_size),
         "--device", args.device,
     ]  # fmt: skip
+    if args.transformers_optimizer == "adamw-fused":
+        command.append("--fused")
     logger.info("%s: %s", name, " ".join(command))
     return watch(setup, command, setup.work / f"{name}.log", transformers_update, marks)
 
@@ -701,6 +705,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "BertForTokenClassification's one layer; tanh: the plugin's default)",
     )  # fmt: skip
     parser.add_argument(
+        "--transformers-optimizer", choices=["adamw-fused", "adamw"], default="adamw-fused",
+        help="adamw-fused: torch.optim.AdamW(fused=True), transformers' Trainer default "
+        "(adamw_torch_fused) and the kernel the plugin's Adam runs on a CPU; adamw: "
+        "torch.optim.AdamW's own choice, as a plain PyTorch loop writes it",
+    )  # fmt: skip
+    parser.add_argument(
         "--tiny", action="store_true",
         help=f"a smoke run: {TINY['layers']} layers of {TINY['hidden']}, {TINY['train']} "
         "training sentences, 5 updates, 1 repeat",
@@ -794,6 +804,7 @@ def main(argv: Sequence[str]) -> int:
             "batch_sentences": args.batch_size,
             "labels": "each word's UPOS on its first piece; loss = mean over words",
             "plugin_head_activation": args.plugin_head,
+            "transformers_optimizer": args.transformers_optimizer,
         },
         **figures,
         "differences": DIFFERENCES,

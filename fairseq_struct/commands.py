@@ -228,9 +228,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if name not in COMMANDS:
         sys.stderr.write(f"{PROGRAM}: {name!r} is not a command\n\n{usage()}")
         return 2
+    from fairseq_struct import deferred_imports
     from fairseq_struct.cli_logging import configure_logging
 
     configure_logging()
+    deferred_imports.install()
     _invoked_as = (name, COMMANDS[name])
     sys.argv = [f"{PROGRAM} {name}", *rest]  # argparse's default prog is argv[0]
     status = importlib.import_module(COMMANDS[name]).main(rest)

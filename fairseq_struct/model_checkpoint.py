@@ -90,16 +90,41 @@ def load_model_state(path: str, arg_overrides: Optional[Dict[str, Any]] = None) 
 
 def load_model(path: str, arg_overrides: Optional[Dict[str, Any]] = None) -> Tuple[Any, Any, Any]:
     """fairseq's `load_model_ensemble_and_task` for one checkpoint, without reading its optimizer
-    state: the model (on the CPU, in training mode as fairseq leaves it), its cfg and its task."""
-    from fairseq import checkpoint_utils
+    state and without holding the weights twice: the model (on the CPU, in training mode as
+    fairseq leaves it), its cfg and its task.
 
-    models, cfg, task = checkpoint_utils.load_model_ensemble_and_task(
-        [path], arg_overrides=arg_overrides, state=load_model_state(path, arg_overrides)
-    )
+    What fairseq's function does for one unsharded file, with the load given back the file's
+    pages module by module as it copies them (`mapped_pages`)."""
+    import inspect
+
+    from fairseq import tasks
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+    from fairseq_struct.mapped_pages import pages_given_back_as_loaded
+
+    state = load_model_state(path, arg_overrides)
+    if state.get("args") is not None:
+        cfg = convert_namespace_to_omegaconf(state["args"])
+    else:
+        cfg = state["cfg"]
+    task = tasks.setup_task(cfg.task, from_checkpoint=True)
+    if "task_state" in state:
+        task.load_state_dict(state["task_state"])
+    if "from_checkpoint" in inspect.getfullargspec(task.build_model).args:
+        model = task.build_model(cfg.model, from_checkpoint=True)
+    else:  # an older task's signature
+        model = task.build_model(cfg.model)
+    history = state.get("optimizer_history") or [{}]
+    if "num_updates" in history[-1]:
+        model.set_num_updates(history[-1]["num_updates"])
+    weights = state.pop("model")
+    with pages_given_back_as_loaded(model, weights):
+        model.load_state_dict(weights, strict=True, model_cfg=cfg.model)
+    del weights, state
     # fairseq's upgrade_state_dict_named leaves the loaded weights in a reference cycle (a
-    # recursive closure): collected now, the file's pages are let go before the model runs.
+    # recursive closure): collected now, the file is unmapped before the model runs.
     gc.collect()
-    return models[0], cfg, task
+    return model, cfg, task
 
 
 def write_model_only(checkpoint: Path, output: Path) -> None:

@@ -8,7 +8,6 @@ IOB2 every entity starts with B-, so an I-X is only allowed after B-X or I-X.
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
-from seqeval.metrics.sequence_labeling import get_entities
 from seqeval.scheme import IOB2, Tokens
 
 OUTSIDE = "O"
@@ -227,6 +226,10 @@ def _entities(tags: Sequence[str], strict: bool) -> Set[tuple]:
         split_tag(tag)
     if strict:
         return {entity.to_tuple() for entity in Tokens(list(tags), scheme=IOB2).entities}
+    # Here, not at the top: seqeval.metrics imports scikit-learn (140 MB), which only the
+    # scoring of entities needs.
+    from seqeval.metrics.sequence_labeling import get_entities
+
     return set(get_entities(list(tags)))
 
 
