@@ -136,12 +136,12 @@ def save_random_bert(directory: Path, sentences: List[List[str]], args: argparse
     vocab_file = directory / "vocab.txt"
     vocab_file.write_text("\n".join(pieces) + "\n", encoding="utf-8")
     sizes = {}
-    if args.tiny:
-        sizes = dict(
-            hidden_size=TINY["hidden"],
-            num_hidden_layers=TINY["layers"],
-            num_attention_heads=TINY["hidden"] // 64,
-            intermediate_size=4 * TINY["hidden"],
+    if args.layers is not None:
+        sizes["num_hidden_layers"] = args.layers
+    if args.hidden_size is not None:  # BERT's shape: heads of 64, a feed-forward of 4x
+        hidden = args.hidden_size
+        sizes.update(
+            hidden_size=hidden, num_attention_heads=hidden // 64, intermediate_size=4 * hidden
         )
     config = BertConfig(vocab_size=len(pieces), **sizes)
     tokenizer = BertTokenizerFast(
@@ -711,6 +711,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "torch.optim.AdamW's own choice, as a plain PyTorch loop writes it",
     )  # fmt: skip
     parser.add_argument(
+        "--layers", type=int, help="encoder layers (default: BERT-base's 12; --tiny: 2)"
+    )
+    parser.add_argument(
+        "--hidden-size", type=int,
+        help="a multiple of 64 (default: BERT-base's 768; --tiny: 128); heads of 64, a "
+        "feed-forward of 4x",
+    )  # fmt: skip
+    parser.add_argument(
         "--tiny", action="store_true",
         help=f"a smoke run: {TINY['layers']} layers of {TINY['hidden']}, {TINY['train']} "
         "training sentences, 5 updates, 1 repeat",
@@ -732,6 +740,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             setattr(args, name, default)
     if args.tiny:
         args.vocab_size = min(args.vocab_size, TINY["vocab_size"])
+        args.layers = args.layers or TINY["layers"]
+        args.hidden_size = args.hidden_size or TINY["hidden"]
+    if args.hidden_size is not None and (args.hidden_size < 64 or args.hidden_size % 64):
+        parser.error(f"--hidden-size: a multiple of 64, not {args.hidden_size}")
     if not args.accuracy and not 1 <= args.skip_updates < args.updates:
         parser.error("--skip-updates: from 1 to --updates - 1 (the first update is start-up)")
     resolve_files(args, parser)

@@ -7,8 +7,9 @@ A fairseq checkpoint holds the model's weights and options and, to resume traini
 optimizer's state (`last_optimizer_state`): Adam keeps two tensors for each weight, so a BERT-base
 fine-tuning checkpoint is 1.33 GB for 440 MB of weights. Prediction and export need only the
 weights and options: `load_model_state` maps the file (`torch.load(mmap=True)`) instead of
-reading it, so that only the pages of the tensors the model copies are read, and drops the
-optimizer state unread. fairseq's own loader, which training resumes through, is left as it is:
+reading it, so that only the pages of the tensors the model copies are read, gives those pages
+back module by module as the model copies them (`mapped_pages`), and drops the optimizer state
+unread. fairseq's own loader, which training resumes through, is left as it is:
 resuming needs the optimizer state in memory anyway, and a training run's tensors must not stay
 mapped from a file that fairseq later rewrites in place (it copies checkpoint_best.pt and
 checkpoint_last.pt over the old files). The model-only file is the checkpoint as fairseq saved
