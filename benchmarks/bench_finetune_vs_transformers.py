@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 import psutil
+from child_peak_rss import peak_kib, wrapped
 
 logger = logging.getLogger("bench_finetune_vs_transformers")
 
@@ -260,20 +261,6 @@ def piece_lengths_differ(hf_dir: Path, sentences: List[List[str]], data: Path) -
 # ----------------------------------------------------------------------------- processes
 
 
-# `python -S -c PEAK_RSS_WRAPPER FILE COMMAND...` runs COMMAND and writes to FILE the peak RSS
-# (KiB) of its process tree: the largest of any one process, as getrusage reports the reaped
-# descendants. Not wait4 on a child of this process: Linux carries the parent's peak into the
-# child across vfork (or fork) and exec, so every child of this process, which holds torch and
-# a model, would report at least this process's peak. The wrapper's own is ~10 MiB.
-PEAK_RSS_WRAPPER = """
-import resource, subprocess, sys
-status = subprocess.call(sys.argv[2:])
-with open(sys.argv[1], "w") as out:
-    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
-sys.exit(status if status >= 0 else 128 - status)
-"""
-
-
 def tree_cpu_seconds(pid: int) -> float:
     """User + system CPU of a process and its descendants: the living ones' own, and what each
     has reaped of the ones that ended."""
@@ -308,11 +295,11 @@ def watch(setup: "Setup", command: List[str], log: Path, parse, marks: Sequence[
     tree's CPU when updates `marks` are reported."""
     run = Run()
     peak_file = log.with_suffix(".peak_rss")
-    wrapped = [setup.python, "-S", "-c", PEAK_RSS_WRAPPER, str(peak_file), *command]
+    command_in_wrapper = wrapped(command, peak_file, setup.python)  # its own peak RSS
     started = time.perf_counter()
     with open(log, "w", encoding="utf-8") as out, open(log.with_suffix(".err"), "w") as err:
         process = subprocess.Popen(
-            wrapped, cwd=setup.work, env=setup.env, stdout=subprocess.PIPE, stderr=err,
+            command_in_wrapper, cwd=setup.work, env=setup.env, stdout=subprocess.PIPE, stderr=err,
             text=True, bufsize=1,
         )  # fmt: skip
         for line in process.stdout:
@@ -333,7 +320,7 @@ def watch(setup: "Setup", command: List[str], log: Path, parse, marks: Sequence[
     if process.returncode != 0:
         errors = log.with_suffix(".err").read_text(encoding="utf-8", errors="replace")
         raise SystemExit(f"{' '.join(command)} failed ({process.returncode}):\n{errors[-3000:]}")
-    run.peak_rss_mib = int(peak_file.read_text(encoding="utf-8")) / 1024  # KiB on Linux
+    run.peak_rss_mib = peak_kib(peak_file) / 1024
     return run
 
 

@@ -8,13 +8,14 @@ Figures: benchmarks/README.md#bench_hf_importpy.
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from child_peak_rss import peak_kib, wrapped
 
 RSS_GOAL = 2.5
 LOAD_IN_TRANSFORMERS = (
@@ -49,16 +50,19 @@ def save_random_bert(directory: Path, args: argparse.Namespace) -> int:
 
 
 def measure(command: list) -> tuple:
-    """(seconds, peak RSS in MiB) of a new process."""
-    started = time.monotonic()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.monotonic() - started
-    process.returncode = os.waitstatus_to_exitcode(status)
-    errors = process.stderr.read().decode(errors="replace")
-    if process.returncode != 0:
-        raise SystemExit(f"{' '.join(command)} failed:\n{errors[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024  # ru_maxrss: KiB on Linux
+    """(seconds, peak RSS in MiB) of a new process (its peak taken by child_peak_rss's wrapper:
+    this process holds transformers and a model, which a child's own figure would carry)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        peak_file = Path(scratch) / "peak_rss"
+        started = time.monotonic()
+        process = subprocess.run(
+            wrapped(command, peak_file), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        seconds = time.monotonic() - started
+        if process.returncode != 0:
+            errors = process.stderr.decode(errors="replace")
+            raise SystemExit(f"{' '.join(command)} failed:\n{errors[-2000:]}")
+        return seconds, peak_kib(peak_file) / 1024
 
 
 def main() -> None:

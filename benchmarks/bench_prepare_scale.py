@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import psutil
+from child_peak_rss import peak_kib, wrapped
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -314,17 +315,17 @@ def prepare_options() -> Tuple[str, float]:
 def import_cost() -> Tuple[int, float]:
     """Peak RSS and wall seconds of a process that only imports prepare (the package pulls in
     torch and fairseq): the part of every run's peak and time that does not depend on the corpus."""
-    started = time.monotonic()
-    code = f"import resource, {PREPARE_MODULE}; print(resource.getrusage(0).ru_maxrss)"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=REPO,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(result.stdout.split()[-1]) * 1024, time.monotonic() - started  # KiB on Linux
+    with tempfile.TemporaryDirectory() as scratch:
+        peak_file = Path(scratch) / "peak_rss"
+        started = time.monotonic()
+        subprocess.run(
+            wrapped([sys.executable, "-c", f"import {PREPARE_MODULE}"], peak_file),
+            cwd=REPO,
+            env=child_env(),
+            capture_output=True,
+            check=True,
+        )
+        return peak_kib(peak_file) * 1024, time.monotonic() - started
 
 
 def child_env() -> Dict[str, str]:
@@ -373,11 +374,14 @@ def sample_sizes(report: object) -> Dict[str, object]:
 def run_prepare(
     command: List[str], out_dir: Path, log_path: Path, interval: float
 ) -> Tuple[float, float, int, TreeMemorySampler]:
-    """Run prepare; (wall s, CPU s of the tree, largest single-process RSS, sampler)."""
+    """Run prepare; (wall s, CPU s of the tree, largest single-process RSS, sampler). The
+    largest RSS is child_peak_rss's wrapper's figure, which this process's own peak cannot
+    inflate."""
+    peak_file = log_path.with_suffix(".peak_rss")
     started = time.monotonic()
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
-            command,
+            wrapped(command, peak_file),
             cwd=REPO,
             env=child_env(),
             stdin=subprocess.DEVNULL,
@@ -395,7 +399,8 @@ def run_prepare(
 
         reader = threading.Thread(target=copy_stderr, daemon=True)
         reader.start()
-        # wait4 instead of Popen.wait: it also gives the tree's CPU time and largest RSS.
+        # wait4 instead of Popen.wait: it also gives the tree's CPU time (the wrapper's few
+        # hundredths of a second included).
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.monotonic() - started
         process.returncode = os.waitstatus_to_exitcode(status)
@@ -407,7 +412,7 @@ def run_prepare(
         tail = log_path.read_text(encoding="utf-8", errors="replace")[-4000:]
         raise RuntimeError(f"{shlex.join(command)} failed ({process.returncode}):\n{tail}")
     cpu_seconds = usage.ru_utime + usage.ru_stime
-    return seconds, cpu_seconds, usage.ru_maxrss * 1024, sampler  # ru_maxrss: KiB on Linux
+    return seconds, cpu_seconds, peak_kib(peak_file) * 1024, sampler
 
 
 def phases(sampler: TreeMemorySampler) -> List[Dict[str, object]]:
