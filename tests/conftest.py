@@ -9,7 +9,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import pytest
 import torch
@@ -236,6 +236,21 @@ cli_main()
 state = {name: tensor.detach().cpu() for name, tensor in trainer.get_model().state_dict().items()}
 torch.save(state, f"{out}/rank{trainer.data_parallel_rank}.pt")
 """
+
+
+def json_from_new_interpreter(code: str, *args: str) -> Any:
+    """The last line that `python -c CODE ARGS` prints, as JSON, failing with its standard error
+    unless it exits 0: a new interpreter, not forked from one that has loaded the modules a test
+    looks for."""
+    result = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def run_benchmark(script: str, *args: str) -> list:

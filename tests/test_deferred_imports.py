@@ -4,11 +4,10 @@ registered, the functions it took from them give scikit-learn's and scipy's resu
 `import sklearn` is scikit-learn itself. Each check is a new interpreter: this one has imported
 fairseq, and scikit-learn with it."""
 
-import json
 import subprocess
 import sys
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, json_from_new_interpreter
 
 DEFERRED_PACKAGES = ("sklearn", "scipy", "pandas", "pyarrow")
 
@@ -44,15 +43,7 @@ print(json.dumps(results))
 
 
 def fairseq_as_imported(how: str) -> dict:
-    result = subprocess.run(
-        [sys.executable, "-c", AFTER_FAIRSEQ, how],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return json_from_new_interpreter(AFTER_FAIRSEQ, how)
 
 
 def test_fairseq_imports_without_them_and_computes_what_it_did():

@@ -5,11 +5,7 @@ code (the Turkish segmenter with its Zemberek port and sqlite cache, SentencePie
 Morfessor, the corpus tools) must stay out of every worker, which imports the plugin afresh.
 """
 
-import json
-import subprocess
-import sys
-
-from conftest import REPO_ROOT
+from conftest import json_from_new_interpreter
 
 LOADED_BY_A_TRAINING_PARSE = """
 import json, sys
@@ -39,15 +35,7 @@ PREPARATION_ONLY = (
 
 
 def loaded_modules() -> list:
-    result = subprocess.run(
-        [sys.executable, "-c", LOADED_BY_A_TRAINING_PARSE],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return json_from_new_interpreter(LOADED_BY_A_TRAINING_PARSE)
 
 
 def test_a_training_worker_loads_no_preparation_code():
