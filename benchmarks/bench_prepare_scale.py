@@ -231,7 +231,8 @@ def write_corpora(args: argparse.Namespace, root: Path) -> Tuple[Dict[int, Path]
 
 
 class TreeMemorySampler(threading.Thread):
-    """Samples the summed RSS of a process and all its descendants until it is stopped.
+    """Samples the summed RSS of the command a child_peak_rss wrapper runs (the wrapper's
+    descendants, not the wrapper itself) until it is stopped.
 
     Forked workers share their parent's pages until they write them, and each one's RSS counts
     them again; so while the tree has several processes, every PSS_EVERY-th sample also sums
@@ -240,9 +241,9 @@ class TreeMemorySampler(threading.Thread):
     a lone process's RSS standing for its PSS.
     """
 
-    def __init__(self, pid: int, interval: float) -> None:
+    def __init__(self, wrapper_pid: int, interval: float) -> None:
         super().__init__(daemon=True)
-        self.root = psutil.Process(pid)
+        self.wrapper = psutil.Process(wrapper_pid)
         self.interval = interval
         self.peak = 0
         self.peak_processes = 0
@@ -256,8 +257,10 @@ class TreeMemorySampler(threading.Thread):
 
     def sample(self) -> None:
         try:
-            processes = [self.root] + self.root.children(recursive=True)
+            processes = self.wrapper.children(recursive=True)
         except psutil.Error:
+            return
+        if not processes:  # the command has not started yet, or has ended
             return
         total = 0
         for process in processes:
