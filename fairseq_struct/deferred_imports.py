@@ -4,12 +4,10 @@ project never runs: the front door (`fairseq-struct COMMAND`) defers them to the
 `import fairseq` imports every task and criterion module of fairseq:
 - `tasks/audio_classification.py` takes `sklearn.metrics` (an ROC curve of its validation) and
   `criterions/sentence_prediction.py` takes `f1_score` and `matthews_corrcoef` from it, and
-  `pearsonr` and `spearmanr` from `scipy.stats` (GLUE's metrics). scikit-learn and scipy (with
-  the pandas that scikit-learn imports) are 200 MB of memory and 1.4 s on a 2-core machine
-  before a command's first line;
+  `pearsonr` and `spearmanr` from `scipy.stats` (GLUE's metrics). scikit-learn and scipy, with
+  the pandas that scikit-learn imports, would be loaded before a command's first line;
 - `data/plasma_utils.py` tries `import pyarrow.plasma`, which every pyarrow since 12 lacks: the
-  import fails, as fairseq expects where pyarrow is missing, after pyarrow itself (26 MB) has
-  loaded.
+  import fails, as fairseq expects where pyarrow is missing, after pyarrow itself has loaded.
 
 `install()`, called by the front door before its command runs, watches for the import of
 fairseq. While fairseq's package runs its imports:
@@ -89,7 +87,8 @@ def stand_ins() -> Iterator[None]:
 
 
 class _StandInsWhileExecuting(importlib.abc.Loader):
-    """fairseq's own loader, run with the stand-ins in place; then put back on the module."""
+    """fairseq's own loader, run with the stand-ins in place; the module keeps fairseq's loader
+    as its `__loader__`."""
 
     def __init__(self, loader: importlib.abc.Loader) -> None:
         self.loader = loader
@@ -120,7 +119,8 @@ _watcher = _FairseqImportWatcher()
 
 
 def install() -> None:
-    """Defer scikit-learn and pyarrow at fairseq's coming import (nothing if it has happened)."""
+    """Defer scikit-learn, scipy and pyarrow at fairseq's coming import (nothing if it has
+    happened)."""
     if "fairseq" not in sys.modules and _watcher not in sys.meta_path:
         sys.meta_path.insert(0, _watcher)
 

@@ -3,9 +3,10 @@
 `model_checkpoint.read_state` maps a checkpoint file instead of reading it. The pages of a
 tensor are read when the model copies it, and then count in the process's memory (RSS) for as
 long as any tensor of the file lives: until the load is over, the weights are held twice, the
-model's copy and the file's pages (a BERT-base prediction peaked at 1,270 MiB, transformers' at
-940 MiB). Here each module, right after it has copied its own tensors, gives their pages back
-(`madvise(MADV_DONTNEED)`), so that the load holds the model plus one module's weights at most.
+model's copy and the file's pages. Here each module, right after it has copied its own tensors,
+gives their pages back (`madvise(MADV_DONTNEED)`), so that the load holds the model plus one
+module's weights at most (the prediction figures: benchmarks/README.md,
+bench_finetune_vs_transformers.py).
 
 The pages are clean pages of a private file mapping: a tensor read again after its pages were
 given back (a tied weight, copied by a second module) is read from the file again. On systems
@@ -57,11 +58,8 @@ def pages_given_back_as_loaded(model: nn.Module, mapped: Mapping[str, object]) -
     def before_copy(module: nn.Module, state_dict: Mapping[str, object], prefix: str, *_) -> None:
         names = list(module._parameters) + list(module._buffers)
         tensors = [state_dict.get(prefix + name) for name in names]
-        taken[id(module)] = [
-            storage_span(tensor)
-            for tensor in tensors
-            if isinstance(tensor, Tensor) and storage_span(tensor) in spans
-        ]
+        copied = [storage_span(tensor) for tensor in tensors if isinstance(tensor, Tensor)]
+        taken[id(module)] = [span for span in copied if span in spans]
 
     def after_copy(module: nn.Module, _incompatible_keys) -> None:
         for span in taken.pop(id(module), []):

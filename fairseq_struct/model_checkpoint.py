@@ -67,8 +67,8 @@ def read_state(path: str) -> Dict[str, Any]:
 
 def load_model_state(path: str, arg_overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """What fairseq's `load_checkpoint_to_cpu` returns (the overrides and upgrades applied)
-    without the optimizer state, which is never read: the `state` to give fairseq's
-    `load_model_ensemble_and_task`."""
+    without the optimizer state, which is never read: the state `load_model` builds from, or
+    fairseq's `load_model_ensemble_and_task` takes as `state`."""
     from fairseq import checkpoint_utils
     from fairseq.dataclass.utils import overwrite_args_by_name
     from omegaconf import OmegaConf
@@ -99,15 +99,11 @@ def load_model(path: str, arg_overrides: Optional[Dict[str, Any]] = None) -> Tup
     import inspect
 
     from fairseq import tasks
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
     from fairseq_struct.mapped_pages import pages_given_back_as_loaded
 
     state = load_model_state(path, arg_overrides)
-    if state.get("args") is not None:
-        cfg = convert_namespace_to_omegaconf(state["args"])
-    else:
-        cfg = state["cfg"]
+    cfg = state["cfg"]  # fairseq's upgrade made it from the `args` of an older checkpoint
     task = tasks.setup_task(cfg.task, from_checkpoint=True)
     if "task_state" in state:
         task.load_state_dict(state["task_state"])

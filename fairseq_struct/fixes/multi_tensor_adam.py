@@ -9,9 +9,8 @@ share a device and a step count step together, with fairseq's state layout:
   as all the weights (`sqrt` of the second moments), torch's fused AdamW kernel: one pass over
   each tensor, no temporary. It is fairseq's update to float rounding: fairseq adds `eps` to
   sqrt(v) before the bias correction, the kernel after it, so the kernel is given
-  eps / sqrt(1 - beta2^step); fairseq's decoupled weight decay is AdamW's. On BERT-base
-  (110M weights, one thread) a step takes 0.08 s instead of 0.47 s (fairseq's own: 0.27 s) and
-  440 MB less at its peak (benchmarks/README.md#bench_finetune_vs_transformerspy).
+  eps / sqrt(1 - beta2^step); fairseq's decoupled weight decay is AdamW's (what it saves:
+  benchmarks/README.md#bench_finetune_vs_transformerspy).
 Half-precision parameters (`--memory-efficient-fp16/bf16`) keep fairseq's step.
 """
 
@@ -30,6 +29,11 @@ stock_step = Adam.step
 _MOMENTS = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
 
+def _moment_keys(amsgrad: bool) -> Tuple[str, ...]:
+    """The moments fairseq's state holds for a parameter: AMSGrad's maximum only with it."""
+    return _MOMENTS if amsgrad else _MOMENTS[:2]
+
+
 def _prepared_state(optimizer: Adam, p: Tensor, amsgrad: bool) -> Dict[str, Any]:
     """fairseq's state of `p`: made at its first step, else its moments on p's dtype and device
     (fairseq moves them at every step; loading a checkpoint usually has already)."""
@@ -41,7 +45,7 @@ def _prepared_state(optimizer: Adam, p: Tensor, amsgrad: bool) -> Dict[str, Any]
         if amsgrad:
             state["max_exp_avg_sq"] = torch.zeros_like(p)
         return state
-    for key in _MOMENTS if amsgrad else _MOMENTS[:2]:
+    for key in _moment_keys(amsgrad):
         moment = state[key]
         if moment.dtype != p.dtype or moment.device != p.device:
             state[key] = moment.to(p)
@@ -67,9 +71,8 @@ def _fused_kernel_applies(
     order, so it would pair the wrong elements of a transposed weight and its gradient."""
     if params[0].device.type != "cpu":
         return False
-    moments = _MOMENTS if amsgrad else _MOMENTS[:2]
     tensors = list(params) + [p.grad for p in params]
-    tensors += [state[key] for state in states for key in moments]
+    tensors += [state[key] for state in states for key in _moment_keys(amsgrad)]
     return all(tensor.is_contiguous() for tensor in tensors)
 
 

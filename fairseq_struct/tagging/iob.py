@@ -226,8 +226,8 @@ def _entities(tags: Sequence[str], strict: bool) -> Set[tuple]:
         split_tag(tag)
     if strict:
         return {entity.to_tuple() for entity in Tokens(list(tags), scheme=IOB2).entities}
-    # Here, not at the top: seqeval.metrics imports scikit-learn (140 MB), which only the
-    # scoring of entities needs.
+    # Here, not at the top: seqeval.metrics imports scikit-learn, which only the scoring of
+    # entities needs.
     from seqeval.metrics.sequence_labeling import get_entities
 
     return set(get_entities(list(tags)))

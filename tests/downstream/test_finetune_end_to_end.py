@@ -45,6 +45,17 @@ def _write_conll(path: Path, sentences) -> None:
     path.write_text("\n\n".join(blocks) + "\n", encoding="utf-8")
 
 
+def predict(python: str, checkpoint: Path, out: Path, work: Path) -> None:
+    """`predict CHECKPOINT` on the validation file WORK/valid.conll, into OUT."""
+    run_tool(
+        [
+            python, "-m", "fairseq_struct.downstream.predict", str(checkpoint),
+            "--input", str(work / "valid.conll"), "--out-dir", str(out),
+        ],
+        cwd=work,
+    )  # fmt: skip
+
+
 def test_fine_tuning_a_pretrained_encoder_learns_and_predicts_in_the_input_format(
     pieces_bpe, pretrained_bert2d, tmp_path
 ):
@@ -95,19 +106,7 @@ def test_fine_tuning_a_pretrained_encoder_learns_and_predicts_in_the_input_forma
         timeout=900,
     )
     assert "Loaded checkpoint " + str(pretrained_bert2d) in result.stderr + result.stdout
-    run_tool(
-        [
-            python,
-            "-m",
-            "fairseq_struct.downstream.predict",
-            str(tmp_path / "ckpt" / "checkpoint_best.pt"),
-            "--input",
-            str(tmp_path / "valid.conll"),
-            "--out-dir",
-            str(tmp_path / "out"),
-        ],
-        cwd=tmp_path,
-    )
+    predict(python, tmp_path / "ckpt" / "checkpoint_best.pt", tmp_path / "out", tmp_path)
 
     original = (tmp_path / "valid.conll").read_text(encoding="utf-8").splitlines()
     predicted = (tmp_path / "out" / "predictions.conll").read_text(encoding="utf-8").splitlines()
@@ -142,19 +141,7 @@ def test_fine_tuning_a_pretrained_encoder_learns_and_predicts_in_the_input_forma
         for name in ("model_best.pt", "checkpoint_best.pt")
     ]
     assert sizes[0] < sizes[1] / 2
-    run_tool(
-        [
-            python,
-            "-m",
-            "fairseq_struct.downstream.predict",
-            str(tmp_path / "ckpt" / "model_best.pt"),
-            "--input",
-            str(tmp_path / "valid.conll"),
-            "--out-dir",
-            str(tmp_path / "out-model-only"),
-        ],
-        cwd=tmp_path,
-    )
+    predict(python, tmp_path / "ckpt" / "model_best.pt", tmp_path / "out-model-only", tmp_path)
     from_model_only = (tmp_path / "out-model-only" / "predictions.conll").read_text("utf-8")
     assert from_model_only.splitlines() == predicted
     scores_model_only = json.loads((tmp_path / "out-model-only" / "scores.json").read_text())

@@ -11,7 +11,7 @@ import pytest
 import torch
 from test_import_parity import assert_close, fairseq_outputs, load_imported
 from tiny_hf_models import (
-    TURKISH_TEXT,
+    NEEDS_TURKISH_TEXT,
     bert2d_reference,
     bert2d_reference_outputs,
     save_bert2d,
@@ -20,9 +20,7 @@ from tiny_hf_models import (
 
 from fairseq_struct.hf_import.importer import import_model
 
-pytestmark = pytest.mark.skipif(
-    not TURKISH_TEXT.exists(), reason=f"needs real Turkish text: {TURKISH_TEXT} is absent"
-)
+pytestmark = NEEDS_TURKISH_TEXT
 WORDS, TOKENS, M = 8, 40, 3
 
 

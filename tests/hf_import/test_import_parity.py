@@ -16,16 +16,14 @@ import pytest
 import torch
 from tiny_hf_models import (
     BERT2D_M,
-    TURKISH_TEXT,
+    NEEDS_TURKISH_TEXT,
     bert2d_reference,
     bert2d_reference_outputs,
     long_word_lines,
     turkish_lines,
 )
 
-pytestmark = pytest.mark.skipif(
-    not TURKISH_TEXT.exists(), reason=f"needs real Turkish text: {TURKISH_TEXT} is absent"
-)
+pytestmark = NEEDS_TURKISH_TEXT
 TOLERANCE = 1e-5
 
 

@@ -12,11 +12,15 @@ import json
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+import pytest
 import torch
 from conftest import SHARED_DATA
 
 # Real Turkish text (../shared/data); the tests that read it skip, saying so, where it is absent.
 TURKISH_TEXT = SHARED_DATA / "tr-raw" / "tr_wikiner_train_sentences.txt"
+NEEDS_TURKISH_TEXT = pytest.mark.skipif(
+    not TURKISH_TEXT.exists(), reason=f"needs real Turkish text: {TURKISH_TEXT} is absent"
+)
 BERT2D_M = (1, 2, 3, 10)
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
