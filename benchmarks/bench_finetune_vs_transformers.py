@@ -41,12 +41,18 @@ SIDES = ("plugin", "transformers")
 # ratio = plugin / transformers; a goal is met when the ratio is at most its value.
 GOALS = {"startup": 1.5, "cpu_per_token": 1.0, "predict_peak_rss": 1.1, "train_peak_rss": 1.0}
 TINY = {"layers": 2, "hidden": 128, "vocab_size": 2000, "train": 80, "test": 32, "valid": 32}
+# fairseq-train options of the plugin's token head (--plugin-head).
+PLUGIN_HEADS = {
+    "bert": ["--head-layers", "1", "--pooler-dropout", "0.1"],
+    "linear": ["--pooler-activation-fn", "linear"],
+    "tanh": ["--pooler-activation-fn", "tanh"],
+}
 # What the two sides do differently, by construction (the JSON line carries it).
 DIFFERENCES = [
-    "head: the plugin's token head is dense(d, d) then out_proj (--plugin-head linear: "
-    "--pooler-activation-fn linear, the form fairseq-struct export-hf multiplies into "
-    "BertForTokenClassification's one Linear), with the plugin's head dropout 0.0; "
-    "BertForTokenClassification is one Linear after dropout 0.1 (hidden_dropout_prob)",
+    "head: BertForTokenClassification's on both sides by default (--plugin-head bert: "
+    "--head-layers 1 --pooler-dropout 0.1, dropout then one Linear, initialised alike); "
+    "--plugin-head linear or tanh: the plugin's two-layer head, dense(d, d), that activation, "
+    "out_proj, head dropout 0.0",
     "the plugin's model keeps the imported MLM head (dense, LayerNorm, bias; unused in "
     "fine-tuning, so never updated); transformers' from_pretrained drops it",
     "optimizer: fairseq's Adam as the plugin runs it (on a CPU torch's fused AdamW kernel, "
@@ -392,7 +398,7 @@ def train_plugin(
     if args.device == "cpu":
         command.append("--cpu")
     command += ["--", "--log-format", "json", "--log-interval", "1"]
-    command += ["--pooler-activation-fn", args.plugin_head]
+    command += PLUGIN_HEADS[args.plugin_head]
     if updates is not None:
         command += ["--max-update", str(updates), "--total-num-update", str(updates)]
         command += ["--warmup-updates", str(updates * 6 // 100)]  # finetune.sh's 6 %
@@ -687,9 +693,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         help="speed runs validate on the first N sentences of --valid (--accuracy: all)",
     )  # fmt: skip
     parser.add_argument(
-        "--plugin-head", choices=["linear", "tanh"], default="linear",
-        help="--pooler-activation-fn of the plugin's token head (linear: as "
-        "BertForTokenClassification's one layer; tanh: the plugin's default)",
+        "--plugin-head", choices=sorted(PLUGIN_HEADS), default="bert",
+        help="the plugin's token head: bert, BertForTokenClassification's (one layer after "
+        "dropout 0.1); linear or tanh, the plugin's two layers with that activation between "
+        "(tanh: the plugin's default head)",
     )  # fmt: skip
     parser.add_argument(
         "--transformers-optimizer", choices=["adamw-fused", "adamw"], default="adamw-fused",
@@ -802,7 +809,7 @@ def main(argv: Sequence[str]) -> int:
             "schedule": "linear warm-up over 6% of the updates, linear decay to 0",
             "batch_sentences": args.batch_size,
             "labels": "each word's UPOS on its first piece; loss = mean over words",
-            "plugin_head_activation": args.plugin_head,
+            "plugin_head": args.plugin_head,
             "transformers_optimizer": args.transformers_optimizer,
         },
         **figures,

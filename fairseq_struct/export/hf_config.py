@@ -63,7 +63,9 @@ def struct_config(checkpoint: FairseqCheckpoint) -> Any:
     if checkpoint.kind == TOKEN_CLASSIFICATION:
         head = checkpoint.model.classification_heads[checkpoint.head_name]
         values.update(
-            token_head=str(head.head_type), entity_fix=bool(checkpoint.task.cfg.entity_fix)
+            token_head=str(head.head_type),
+            token_head_layers=1 if head.dense is None else 2,
+            entity_fix=bool(checkpoint.task.cfg.entity_fix),
         )
     return StructEncoderConfig(**values)
 

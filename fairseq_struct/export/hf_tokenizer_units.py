@@ -119,10 +119,10 @@ def computed_by_transformers(checkpoint: FairseqCheckpoint) -> bool:
         return False
     head_activation = checkpoint_option(args, "pooler_activation_fn", "tanh")
     if checkpoint.kind == TOKEN_CLASSIFICATION:
-        # BERT's token classifier is one linear layer: the head's two layers with nothing
-        # between them (--pooler-activation-fn linear) multiply into it.
+        # BERT's token classifier is one linear layer: a one-layer head (--head-layers 1), or
+        # two layers with nothing between them (--pooler-activation-fn linear) multiplied.
         head = checkpoint.model.classification_heads[checkpoint.head_name]
-        return head.head_type == "softmax" and head_activation == "linear"
+        return head.head_type == "softmax" and (head.dense is None or head_activation == "linear")
     return checkpoint.kind == MASKED_LM or head_activation == "tanh"  # BERT's pooler
 
 
@@ -209,6 +209,7 @@ def _config(checkpoint: FairseqCheckpoint, tokenizer: Any, xlmr: bool) -> Any:
     if checkpoint.kind != MASKED_LM:
         labels, problem = checkpoint_labels(checkpoint)
         values.update(
+            classifier_dropout=float(checkpoint_option(args, "pooler_dropout", 0.0)),
             num_labels=len(labels),
             id2label=dict(enumerate(labels)),
             label2id={label: i for i, label in enumerate(labels)},
@@ -268,12 +269,13 @@ def _weights(checkpoint: FairseqCheckpoint, hf_ids: Tensor, xlmr: bool, config: 
         weights[decoder + ".weight"] = state[head + "weight"][inverse]
         weights[decoder + ".bias"] = weights[bias]
     elif checkpoint.kind == TOKEN_CLASSIFICATION:
-        # out_proj(dense(x)), with no activation between them, is one linear layer.
         head = f"classification_heads.{checkpoint.head_name}."
-        dense_weight, dense_bias = state[head + "dense.weight"], state[head + "dense.bias"]
         out_weight, out_bias = state[head + "out_proj.weight"], state[head + "out_proj.bias"]
-        weights["classifier.weight"] = out_weight @ dense_weight
-        weights["classifier.bias"] = out_weight @ dense_bias + out_bias
+        if head + "dense.weight" in state:
+            # out_proj(dense(x)), with no activation between them, is one linear layer.
+            dense_weight, dense_bias = state[head + "dense.weight"], state[head + "dense.bias"]
+            out_weight, out_bias = out_weight @ dense_weight, out_weight @ dense_bias + out_bias
+        weights["classifier.weight"], weights["classifier.bias"] = out_weight, out_bias
     else:
         head = f"classification_heads.{checkpoint.head_name}."
         if xlmr:  # RobertaClassificationHead: dense + tanh + out_proj, as fairseq's

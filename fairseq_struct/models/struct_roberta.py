@@ -4,6 +4,7 @@ A `RobertaModel` subclass whose inner Transformer is `StructTransformerEncoder`,
 head, classification heads, checkpoint upgrades and hub interface work unchanged.
 """
 
+import logging
 from typing import Any, Dict, Optional
 
 from fairseq.models.roberta import RobertaEncoder, RobertaModel
@@ -19,6 +20,8 @@ from fairseq_struct.modules.structural_position_embedding import (
     SUBWORD_STRATEGIES,
 )
 from fairseq_struct.pieces.word_boundaries import word_start_lookup
+
+logger = logging.getLogger(__name__)
 
 # The sentence-pair (NSP/SOP) head of pretraining; an imported BERT's pooler + NSP layer.
 SENTENCE_PAIR_HEAD = "sentence_pair"
@@ -165,7 +168,8 @@ class StructRobertaModel(RobertaModel):
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
         """fairseq's upgrade (which drops the checkpoint's heads that this model lacks), after
         taking out an imported BERT's pooler: it starts a new sentence classification head when
-        `--sentence-head-from-pooler` asks for it."""
+        `--sentence-head-from-pooler` asks for it. One-layer heads (`--head-layers 1`) go round
+        fairseq's upgrade, which reads a `dense` layer in every head."""
         prefix = name + "." if name else ""
         pooler = {
             part: state_dict.pop(prefix + POOLER + part)
@@ -174,7 +178,9 @@ class StructRobertaModel(RobertaModel):
         }
         if pooler and safe_getattr(self.args, "sentence_head_from_pooler", False):
             copy_pooler_into_new_heads(self, state_dict, prefix, pooler)
+        set_aside = take_out_one_layer_heads(self, state_dict, prefix)
         super().upgrade_state_dict_named(state_dict, name)
+        put_back_matching_heads(self, state_dict, prefix, set_aside)
 
 
 def set_layer_norm_eps(model: nn.Module, eps: float) -> None:
@@ -201,6 +207,59 @@ def copy_pooler_into_new_heads(
         for key, value in head.state_dict().items():
             part = key[len("dense.") :] if key.startswith("dense.") else None
             state_dict[head_prefix + key] = pooler[part].clone() if part in pooler else value
+
+
+def take_out_one_layer_heads(
+    model: Any, state_dict: Dict[str, Tensor], prefix: str
+) -> Dict[str, Dict[str, Tensor]]:
+    """The checkpoint's heads that lack a dense layer, or whose namesake in the model lacks one,
+    taken out of `state_dict` by head name (their keys without the head's prefix)."""
+    heads = prefix + "classification_heads."
+    names = {key[len(heads) :].split(".")[0] for key in state_dict if key.startswith(heads)}
+    set_aside: Dict[str, Dict[str, Tensor]] = {}
+    for head_name in sorted(names):
+        head_prefix = f"{heads}{head_name}."
+        current = model_head(model, head_name)
+        saved_has_dense = head_prefix + "dense.weight" in state_dict
+        current_has_dense = current is None or getattr(current, "dense", None) is not None
+        if saved_has_dense and current_has_dense:
+            continue  # fairseq's upgrade reads it
+        set_aside[head_name] = {
+            key[len(head_prefix) :]: state_dict.pop(key)
+            for key in [key for key in state_dict if key.startswith(head_prefix)]
+        }
+    return set_aside
+
+
+def put_back_matching_heads(
+    model: Any, state_dict: Dict[str, Tensor], prefix: str, set_aside: Dict[str, Dict[str, Tensor]]
+) -> None:
+    """A set-aside head goes back where the model has a head of its name with the same
+    parameters and shapes; otherwise it is dropped, as fairseq drops a head that differs, and
+    the model's head keeps its new weights (fairseq's upgrade copied them into `state_dict`)."""
+    for head_name, saved in set_aside.items():
+        current = model_head(model, head_name)
+        if current is None:
+            logger.warning(
+                "deleting classification head (%s) from checkpoint not present in current model",
+                head_name,
+            )
+            continue
+        wanted = {key: value.shape for key, value in current.state_dict().items()}
+        if wanted != {key: value.shape for key, value in saved.items()}:
+            logger.warning(
+                "deleting classification head (%s) from checkpoint with different layers than "
+                "current model",
+                head_name,
+            )
+            continue
+        for key, value in saved.items():
+            state_dict[f"{prefix}classification_heads.{head_name}.{key}"] = value
+
+
+def model_head(model: Any, head_name: str) -> Optional[nn.Module]:
+    heads = model.classification_heads
+    return heads[head_name] if head_name in heads else None
 
 
 def struct_encoder_defaults(args: Any) -> None:

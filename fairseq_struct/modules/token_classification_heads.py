@@ -1,12 +1,13 @@
 """Token-classification heads of fine-tuning (`--head`; Zöllner et al., section 4; design.md §5.4):
 `softmax`, `cse` (Class-Start-End), and the linear-chain CRFs `lcrf` and `lcrf_ner`.
 
-Each has RoBERTa's classification-head shape per token, so fairseq's `upgrade_state_dict_named`
-gives a pretrained checkpoint a fresh head. Losses and decoding work on words: the outputs of
-each word's first unit (`gather_words`).
+Each computes its per-token outputs in one of two shapes (`--head-layers`): RoBERTa's
+classification head per token (dropout, dense, activation, dropout, out_proj), or
+BertForTokenClassification's (dropout, one linear layer). Losses and decoding work on words:
+the outputs of each word's first unit (`gather_words`).
 """
 
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -17,10 +18,12 @@ from fairseq_struct.modules.linear_chain_crf import LinearChainCRF, forbidden_tr
 from fairseq_struct.tagging.iob import cse_decode, entity_types, split_tag
 
 HEAD_TYPES = ("softmax", "cse", "lcrf", "lcrf_ner")
+HEAD_LAYERS = (1, 2)
 OUTSIDE = "O"
 
 
 IGNORED = -100  # target of the padding words, which the losses skip
+BERT_INITIALIZER_RANGE = 0.02  # BertConfig's initializer_range: std of a new linear layer
 
 
 def gather_words(outputs: Tensor, word_mask: Tensor) -> Tuple[Tensor, Tensor]:
@@ -46,10 +49,13 @@ class TokenClassificationHead(nn.Module):
         head_type: str = "softmax",
         activation_fn: str = "tanh",
         pooler_dropout: float = 0.0,
+        layers: int = 2,
     ) -> None:
         super().__init__()
         if head_type not in HEAD_TYPES:
             raise ValueError(f"head must be one of {HEAD_TYPES}, not {head_type!r}")
+        if layers not in HEAD_LAYERS:
+            raise ValueError(f"head layers must be one of {HEAD_LAYERS}, not {layers!r}")
         self.labels = list(labels)
         self.head_type = head_type
         if head_type in ("cse", "lcrf_ner"):
@@ -57,10 +63,16 @@ class TokenClassificationHead(nn.Module):
                 split_tag(label)  # IOB tags only: raises ValueError naming the label
         self.classes = [OUTSIDE] + entity_types(self.labels) if head_type == "cse" else []
         outputs = 2 + len(self.classes) if head_type == "cse" else len(self.labels)
-        self.dense = nn.Linear(input_dim, inner_dim)
-        self.activation_fn = utils.get_activation_fn(activation_fn)
         self.dropout = nn.Dropout(p=pooler_dropout)
-        self.out_proj = nn.Linear(inner_dim, outputs)
+        if layers == 2:
+            self.dense: Optional[nn.Linear] = nn.Linear(input_dim, inner_dim)
+            self.activation_fn = utils.get_activation_fn(activation_fn)
+            self.out_proj = nn.Linear(inner_dim, outputs)
+        else:  # BERT's classifier, initialised as BERT initialises it
+            self.dense = None
+            self.out_proj = nn.Linear(input_dim, outputs)
+            nn.init.normal_(self.out_proj.weight, std=BERT_INITIALIZER_RANGE)
+            nn.init.zeros_(self.out_proj.bias)
         if head_type in ("lcrf", "lcrf_ner"):
             forbidden = forbidden_transitions(self.labels) if head_type == "lcrf_ner" else None
             self.crf = LinearChainCRF(len(self.labels), forbidden)
@@ -81,8 +93,9 @@ class TokenClassificationHead(nn.Module):
 
     def forward(self, features: Tensor, **kwargs) -> Tensor:
         x = self.dropout(features)
-        x = self.activation_fn(self.dense(x))
-        return self.out_proj(self.dropout(x))
+        if self.dense is not None:
+            x = self.dropout(self.activation_fn(self.dense(x)))
+        return self.out_proj(x)
 
     # ------------------------------------------------------------------------- loss
 

@@ -30,6 +30,7 @@ from fairseq.tasks import register_task
 from omegaconf import II
 from torch import nn
 
+from fairseq_struct.models.struct_roberta import StructRobertaModel
 from fairseq_struct.modules.token_classification_heads import HEAD_TYPES, TokenClassificationHead
 from fairseq_struct.tasks.encoder_finetuning import EncoderFineTuningTask, load_input_dictionary
 
@@ -49,6 +50,14 @@ class TokenClassificationConfig(FairseqDataclass):
         metadata={
             "help": "softmax (one label per word), cse (class-start-end), lcrf (linear-chain "
             "CRF), lcrf_ner (CRF with the learned forbidden-transition penalty of Zöllner et al.)"
+        },
+    )
+    head_layers: int = field(
+        default=2,
+        metadata={
+            "help": "layers of the per-token head: 2, RoBERTa's classification head shape "
+            "(dense, --pooler-activation-fn, out_proj); 1, BertForTokenClassification's (one "
+            "linear layer); either after --pooler-dropout"
         },
     )
     entity_fix: bool = field(
@@ -120,8 +129,23 @@ class TokenClassificationTask(EncoderFineTuningTask):
 
     def build_head(self, embed_dim: int, activation_fn: str, dropout: float) -> nn.Module:
         return TokenClassificationHead(
-            embed_dim, embed_dim, self.labels, self.cfg.head, activation_fn, dropout
+            embed_dim,
+            embed_dim,
+            self.labels,
+            self.cfg.head,
+            activation_fn,
+            dropout,
+            layers=self.cfg.head_layers,
         )
+
+    def build_model(self, cfg: Any, from_checkpoint: bool = False) -> Any:
+        model = super().build_model(cfg, from_checkpoint)
+        if self.cfg.head_layers == 1 and not isinstance(model, StructRobertaModel):
+            raise ValueError(
+                "--head-layers 1 needs a model of fairseq-struct (bert, bert2d, bert_elmo): "
+                "fairseq's own roberta reloads only heads with a dense layer"
+            )
+        return model
 
     def load_dataset(self, split: str, combine: bool = False, **kwargs: Any) -> None:
         tokens = self._load(split, "input0", self.dictionary)

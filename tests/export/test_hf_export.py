@@ -419,7 +419,11 @@ def test_stock_roberta_becomes_transformers_own_roberta(pieces_bpe, pretraining_
 # ----------------------------------------------------------------------------- fine-tuned heads
 
 
-def test_crf_token_classification_exports_emissions_transitions_and_viterbi(ner_data, tmp_path):
+@pytest.mark.parametrize("head_layers", [2, 1])
+def test_crf_token_classification_exports_emissions_transitions_and_viterbi(
+    head_layers, ner_data, tmp_path
+):
+    """Either head shape: RoBERTa's (dense, activation, out_proj) or BERT's (one layer)."""
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
     from fairseq_struct.modules.token_classification_heads import gather_words
@@ -428,7 +432,8 @@ def test_crf_token_classification_exports_emissions_transitions_and_viterbi(ner_
     checkpoint = build_checkpoint(
         tmp_path / "checkpoint.pt",
         [str(ner_data), "--task", "token_classification", "--criterion", "token_classification"]
-        + ["--head", "lcrf_ner", "--entity-fix", "--arch", "bert2d_tiny"],
+        + ["--head", "lcrf_ner", "--entity-fix", "--arch", "bert2d_tiny"]
+        + ["--head-layers", str(head_layers)],
     )
     out = export_dir(checkpoint, tmp_path / "hf")
     tagger = AutoModelForTokenClassification.from_pretrained(out, trust_remote_code=True).eval()
@@ -437,6 +442,8 @@ def test_crf_token_classification_exports_emissions_transitions_and_viterbi(ner_
     head = model.classification_heads["token_classification_head"]
     assert list(tagger.config.id2label.values()) == head.labels
     assert tagger.config.token_head == "lcrf_ner" and tagger.config.entity_fix
+    assert tagger.config.token_head_layers == head_layers
+    assert (tagger.classifier.dense is None) == (head_layers == 1) == (head.dense is None)
 
     # The tokenizer gives prepare's ids, and its word mask marks the labelled units.
     conll = (ner_data.parent / "train.conll").read_text("utf-8").strip().split("\n\n")

@@ -305,9 +305,10 @@ def test_every_task_and_head_runs_from_an_imported_model(tiny_hf_models, tmp_pat
 
 def test_an_imported_bert_tagger_exports_with_the_original_tokenizer(tiny_hf_models, tmp_path):
     """BERT's token classifier is one linear layer: a softmax head fine-tuned with
-    --pooler-activation-fn linear exports to BertForTokenClassification (the two layers
-    multiplied into one); with tanh between them, to the project's exported code. Either way
-    the exported model's tags on each word's first piece are the plugin's predictions."""
+    --head-layers 1 exports to BertForTokenClassification as it is, with --pooler-activation-fn
+    linear its two layers multiplied into one; with tanh between them, to the project's exported
+    code. Every way the exported model's tags on each word's first piece are the plugin's
+    predictions."""
     import transformers
     from tiny_hf_models import conllu_sentences
 
@@ -318,12 +319,13 @@ def test_an_imported_bert_tagger_exports_with_the_original_tokenizer(tiny_hf_mod
     (tmp_path / "dev.conllu").write_text(_blocks(IMST / "tr_imst-ud-dev.conllu", 0, 20))
     _prepare("pos", imported, tmp_path / "train.conllu", tmp_path / "dev.conllu", tmp_path / "pos")
     sentences = [words for words, _ in conllu_sentences(tmp_path / "dev.conllu", 0, 20)]
-    for activation, exported_as in (
-        ("linear", "BertForTokenClassification"),
-        ("tanh", "StructEncoderForTokenClassification"),
+    for activation, head, exported_as in (
+        ("one-layer", ["--head-layers", "1"], "BertForTokenClassification"),  # tanh: unused
+        ("linear", ["--pooler-activation-fn", "linear"], "BertForTokenClassification"),
+        ("tanh", ["--pooler-activation-fn", "tanh"], "StructEncoderForTokenClassification"),
     ):
         _finetune(tmp_path / "pos", imported, tmp_path / activation, "--epochs", "1",
-                  "--", "--pooler-activation-fn", activation)  # fmt: skip
+                  "--", *head)  # fmt: skip
         checkpoint = tmp_path / activation / "checkpoint_best.pt"
         _predict(checkpoint, tmp_path / "dev.conllu", tmp_path / f"{activation}-out")
         out = tmp_path / f"{activation}-hf"

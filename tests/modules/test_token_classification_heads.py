@@ -96,3 +96,27 @@ def test_heads_that_need_iob_tags_refuse_other_labels():
     with pytest.raises(ValueError, match="NOUN"):
         TokenClassificationHead(4, 4, ["NOUN", "VERB"], "lcrf_ner")
     TokenClassificationHead(4, 4, ["NOUN", "VERB"], "lcrf")  # a CRF over POS tags is fine
+
+
+def test_one_layer_head_is_berts_dropout_then_one_linear_layer():
+    """--head-layers 1: BertForTokenClassification's classifier, initialised as BERT's (normal
+    with std 0.02, zero bias); dropout on the encoder's outputs only."""
+    torch.manual_seed(0)
+    head = TokenClassificationHead(256, 256, LABELS * 20, layers=1, pooler_dropout=0.1)
+    assert [name for name, _ in head.named_parameters()] == ["out_proj.weight", "out_proj.bias"]
+    assert head.out_proj.weight.shape == (100, 256)
+    assert abs(float(head.out_proj.weight.detach().std()) - 0.02) < 0.001
+    assert not head.out_proj.bias.any()
+    features = torch.randn(2, 5, 256)
+    expected = torch.nn.functional.linear(features, head.out_proj.weight, head.out_proj.bias)
+    assert torch.equal(head.eval()(features), expected)
+    head.train()
+    torch.manual_seed(1)
+    dropped = torch.nn.functional.dropout(features, 0.1, training=True)
+    torch.manual_seed(1)
+    assert torch.equal(head(features), head.out_proj(dropped))
+
+
+def test_head_layers_are_one_or_two():
+    with pytest.raises(ValueError, match=r"head layers must be one of \(1, 2\), not 3"):
+        TokenClassificationHead(8, 8, LABELS, layers=3)

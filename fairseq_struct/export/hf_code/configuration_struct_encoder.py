@@ -43,6 +43,8 @@ class StructEncoderConfig(PretrainedConfig):
         --pooler-dropout]
     token_head: "softmax" (one label per word) or a linear-chain CRF ("lcrf", "lcrf_ner")
         [token_classification --head]; entity_fix: decode with the Entity-Fix rule [--entity-fix]
+    token_head_layers: 2, the classification head's shape per token (dense, activation,
+        out_proj), or 1, BertForTokenClassification's (one linear layer) [--head-layers]
     """
 
     model_type = "fairseq_struct_encoder"
@@ -84,6 +86,7 @@ class StructEncoderConfig(PretrainedConfig):
         classifier_activation: str = "tanh",
         classifier_dropout: float = 0.0,
         token_head: str = "softmax",
+        token_head_layers: int = 2,
         entity_fix: bool = False,
         initializer_range: float = 0.02,
         mask_token_id: Optional[int] = None,
@@ -99,6 +102,8 @@ class StructEncoderConfig(PretrainedConfig):
         ):
             if value not in allowed:
                 raise ValueError(f"{name} must be one of {allowed}, not {value!r}")
+        if token_head_layers not in (1, 2):
+            raise ValueError(f"token_head_layers must be 1 or 2, not {token_head_layers!r}")
         self.vocab_size = vocab_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
@@ -143,6 +148,7 @@ class StructEncoderConfig(PretrainedConfig):
         self.classifier_activation = classifier_activation
         self.classifier_dropout = classifier_dropout
         self.token_head = token_head
+        self.token_head_layers = token_head_layers
         self.entity_fix = entity_fix
         self.initializer_range = initializer_range
         self.mask_token_id = mask_token_id

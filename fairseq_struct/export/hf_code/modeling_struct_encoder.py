@@ -751,20 +751,24 @@ class LanguageModelHead(nn.Module):
 
 class ClassificationHead(nn.Module):
     """RoBERTa's classification head shape: dropout -> dense -> activation -> dropout -> out_proj
-    (on <s> for sentences, on every token for token classification)."""
+    (on <s> for sentences, on every token for token classification); with `hidden_layer` False,
+    BertForTokenClassification's: dropout -> out_proj."""
 
-    def __init__(self, config: StructEncoderConfig, outputs: int) -> None:
+    def __init__(
+        self, config: StructEncoderConfig, outputs: int, hidden_layer: bool = True
+    ) -> None:
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.activation_fn = ACTIVATIONS[config.classifier_activation]
         self.dropout = nn.Dropout(config.classifier_dropout)
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size) if hidden_layer else None
+        self.activation_fn = ACTIVATIONS[config.classifier_activation]
         self.out_proj = nn.Linear(config.hidden_size, outputs)
 
     # Copied from fairseq_struct.modules.token_classification_heads.TokenClassificationHead.forward
     def forward(self, features: Tensor, **kwargs) -> Tensor:
         x = self.dropout(features)
-        x = self.activation_fn(self.dense(x))
-        return self.out_proj(self.dropout(x))
+        if self.dense is not None:
+            x = self.dropout(self.activation_fn(self.dense(x)))
+        return self.out_proj(x)
 
 
 # Copied from fairseq_struct.modules.linear_chain_crf.lcrf_ner_transitions
@@ -1018,7 +1022,9 @@ class StructEncoderForTokenClassification(StructEncoderWithHead):
     def __init__(self, config: StructEncoderConfig) -> None:
         super().__init__(config)
         self.num_labels = config.num_labels
-        self.classifier = ClassificationHead(config, config.num_labels)
+        self.classifier = ClassificationHead(
+            config, config.num_labels, hidden_layer=config.token_head_layers == 2
+        )
         self.crf = (
             LinearChainCRF(config.num_labels, config.token_head == "lcrf_ner")
             if config.token_head in ("lcrf", "lcrf_ner")
