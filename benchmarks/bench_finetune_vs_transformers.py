@@ -40,7 +40,7 @@ DEFAULT_TEST = IMST / "tr_imst-ud-test.conllu"
 SIDES = ("plugin", "transformers")
 # ratio = plugin / transformers; a goal is met when the ratio is at most its value.
 GOALS = {"startup": 1.5, "cpu_per_token": 1.0, "predict_peak_rss": 1.1, "train_peak_rss": 1.0}
-TINY = {"layers": 2, "hidden": 128, "vocab_size": 2000, "train": 80, "test": 32, "valid": 32}
+TINY = {"layers": 2, "hidden": 128, "vocab_size": 2000, "train": 91, "test": 32, "valid": 32}
 # fairseq-train options of the plugin's token head (--plugin-head).
 PLUGIN_HEADS = {
     "bert": ["--head-layers", "1", "--pooler-dropout", "0.1"],
@@ -478,8 +478,14 @@ def batch_checks(runs: Dict[str, Run], planned: List[Batch], lr: float) -> Dict[
     and sentences, the transformers side's tokens, sentences and padded size, and the learning
     rate each logs after the update (fairseq prints 6 digits)."""
     plugin, transformers = runs["plugin"].updates, runs["transformers"].updates
+    every_update = set(range(1, len(planned) + 1))
+    checks = {
+        "plugin_batches_as_planned": set(plugin) == every_update,
+        "transformers_batches_as_planned": set(transformers) == every_update,
+    }
+    if not all(checks.values()):  # a run stopped early or ran on
+        return dict(checks, lr_schedules_match=False)
     lr_gap = 0.0
-    checks = {"plugin_batches_as_planned": True, "transformers_batches_as_planned": True}
     for update, batch in enumerate(planned, start=1):
         expected = (batch.tokens, len(batch.ids))
         logged = plugin[update]
@@ -609,14 +615,13 @@ def accuracy(setup: Setup) -> Dict[str, Any]:
     word accuracy."""
     args = setup.args
     results: Dict[str, List[Dict[str, float]]] = {side: [] for side in SIDES}
-    # finetune.sh's count: ceil(items / batch) updates an epoch. fairseq's epochs can hold one
-    # batch more (with --required-batch-size-multiple 8, the last 11 of 3,435 sentences are
-    # batches of 8 and 3): the run then stops that many updates before the last epoch's end.
-    report = json.loads((setup.data / "finetune.json").read_text(encoding="utf-8"))
-    items = report["splits"]["train"]["windows"]
-    updates = math.ceil(items / args.batch_size) * args.epochs
+    checks: Dict[str, bool] = {}
     for seed in args.seeds:
+        # finetune.sh runs every batch of fairseq's epochs; transformers gets the same ones.
         plan = plugin_batches(setup.data, seed, args.batch_size, epochs=args.epochs)
+        planned = [batch for batches in plan for batch in batches]
+        updates = len(planned)
+        runs = {}
         for side in SIDES:
             name = f"{side}-seed{seed}"
             if side == "plugin":
@@ -625,6 +630,7 @@ def accuracy(setup: Setup) -> Dict[str, Any]:
             else:
                 run = train_transformers(setup, name, seed, plan, (), updates)
                 model = setup.work / name
+            runs[side] = run
             prediction = predict(setup, side, model, f"{name}-predict")
             results[side].append(
                 {
@@ -636,6 +642,8 @@ def accuracy(setup: Setup) -> Dict[str, Any]:
             )
             logger.info("%s: %s", name, json.dumps(results[side][-1]))
             shutil.rmtree(model if side == "transformers" else model.parent)
+        for check, passed in batch_checks(runs, planned, args.lr).items():
+            checks[check] = checks.get(check, True) and passed
     sides = {}
     for side in SIDES:
         scores = [result["test_accuracy"] for result in results[side]]
@@ -656,6 +664,7 @@ def accuracy(setup: Setup) -> Dict[str, Any]:
         "transformers": sides["transformers"],
         "mean_difference": round(sides["plugin"]["mean"] - sides["transformers"]["mean"], 2),
         "difference_is": "plugin - transformers, test word accuracy (%), mean over seeds",
+        "checks": checks,
     }
 
 

@@ -4,7 +4,9 @@ quotient of the two figures it is computed from (within their rounding), counts 
 agree with the settings, and `meets_target` follows from the ratio and the target."""
 
 import json
+import math
 import re
+import statistics
 import subprocess
 
 import pytest
@@ -466,3 +468,32 @@ def test_finetune_vs_transformers_benchmark_line_is_consistent():
     assert figures["goals"] == {
         "startup": 1.5, "cpu_per_token": 1.0, "predict_peak_rss": 1.1, "train_peak_rss": 1.0
     }  # fmt: skip
+
+
+def test_finetune_vs_transformers_accuracy_line_is_consistent():
+    """--accuracy --tiny: every batch of fairseq's epochs on both sides (the tiny training set
+    ends in a batch fairseq splits, so an epoch is one batch more than ceil(sentences / 16)),
+    and each side's mean and spread of its test accuracies."""
+    if not (SHARED_DATA / "ud-tr-imst" / "tr_imst-ud-train.conllu").exists():
+        pytest.skip(f"needs the UD IMST files of {SHARED_DATA}")
+    (figures,) = run_benchmark(
+        "bench_finetune_vs_transformers.py", "--tiny", "--accuracy", "--seeds", "1", "2",
+        "--epochs", "1",
+    )  # fmt: skip
+    assert figures["benchmark"] == "finetune_vs_transformers_accuracy"
+    sentences = figures["data"]["train_sentences"]
+    assert figures["batches_per_epoch"] == math.ceil(sentences / 16) + 1
+    assert figures["updates"] == figures["batches_per_epoch"] * figures["epochs"]
+    assert figures["warmup_updates"] == figures["updates"] * 6 // 100
+    assert figures["checks"] == {
+        "plugin_batches_as_planned": True,
+        "transformers_batches_as_planned": True,
+        "lr_schedules_match": True,
+    }
+    for side in ("plugin", "transformers"):
+        scores = figures[side]["test_accuracy"]
+        assert len(scores) == 2 and all(0 <= score <= 100 for score in scores)
+        assert figures[side]["mean"] == round(statistics.mean(scores), 2)
+        assert figures[side]["std"] == round(statistics.stdev(scores), 2)
+    difference = figures["plugin"]["mean"] - figures["transformers"]["mean"]
+    assert figures["mean_difference"] == round(difference, 2)
