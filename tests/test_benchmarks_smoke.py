@@ -473,7 +473,9 @@ def test_finetune_vs_transformers_benchmark_line_is_consistent():
 def test_finetune_vs_transformers_accuracy_line_is_consistent():
     """--accuracy --tiny: every batch of fairseq's epochs on both sides (the tiny training set
     ends in a batch fairseq splits, so an epoch is one batch more than ceil(sentences / 16)),
-    and each side's mean and spread of its test accuracies."""
+    and each side's mean and spread of its test accuracies. About 40 s, shared with nothing:
+    the benchmark starts its eight processes (two seeds, each a training and a prediction a
+    side) and builds its model and data itself, and its line is what the test checks."""
     if not (SHARED_DATA / "ud-tr-imst" / "tr_imst-ud-train.conllu").exists():
         pytest.skip(f"needs the UD IMST files of {SHARED_DATA}")
     (figures,) = run_benchmark(

@@ -7,6 +7,7 @@ it, keeps the ones that match the model's and drops the others as fairseq drops 
 
 import logging
 from pathlib import Path
+from typing import Optional
 
 import pytest
 import torch
@@ -28,9 +29,10 @@ def _dictionary() -> Dictionary:
     return dictionary
 
 
-def _tagger(head_layers: int, seed: int, head_type: str = "softmax"):
+def _tagger(head_layers: Optional[int], seed: int, head_type: str = "softmax"):
+    """A bert_tiny with a token head of `head_layers` layers (None: no head)."""
     model = build_model_from_arch("bert_tiny", _dictionary(), seed=seed)
-    if head_layers:
+    if head_layers is not None:
         model.classification_heads[HEAD] = TokenClassificationHead(
             128, 128, LABELS, head_type, layers=head_layers
         )
@@ -71,7 +73,7 @@ def test_a_head_of_other_layers_gives_way_to_the_models_own(saved_layers, model_
 
 def test_a_one_layer_head_the_model_lacks_is_dropped(caplog):
     saved = _clone(_tagger(1, seed=1).state_dict())
-    model = _tagger(0, seed=2)
+    model = _tagger(None, seed=2)
     with caplog.at_level(logging.WARNING):
         model.load_state_dict(saved)
     assert f"deleting classification head ({HEAD}) from checkpoint not present" in caplog.text
